@@ -1,0 +1,118 @@
+// Sessions: a model validated and planned once, then run any number of times.
+//
+// Thread-safety: a Session is immutable after Create(). Run() and RunInto() are const and may be
+// called from any number of threads at once on the same Session; each call keeps its state on its
+// own stack/heap. Values returned by Run() stay valid after the Session is destroyed (they hold
+// their own references, including to file mappings of external data).
+//
+// Example:
+//   auto session = idem::Session::Create("model.onnx");
+//   if (!session.ok()) { std::cerr << session.status().message(); return 1; }
+//   auto x = idem::Value::MakeTensor(idem::ElementType::kFloat, {5}, buffer).value();
+//   auto outputs = session->Run({x});          // positional, in inputs() order
+//   const idem::Tensor& y = (*outputs)[0].tensor();
+#ifndef IDEM_SESSION_H_
+#define IDEM_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "idem/status.h"
+#include "idem/type.h"
+#include "idem/value.h"
+
+namespace onnx {
+class ModelProto;
+}  // namespace onnx
+
+namespace idem {
+
+// Bounds that keep hostile models from costing more than their size justifies. Every count and
+// byte size is checked with overflow-safe arithmetic before anything is allocated.
+struct Limits {
+  uint64_t max_model_bytes = uint64_t{2} << 30;          // model file / buffer size (protobuf max)
+  uint64_t max_tensor_bytes = uint64_t{64} << 30;        // one tensor's payload (incl. external)
+  uint64_t max_elements = uint64_t{1} << 40;             // elements of one tensor
+  int max_type_depth = 8;                                // nesting of seq/optional in a type
+  uint64_t max_nodes = 1'000'000;                        // nodes in the graph
+  uint64_t max_values = 4'000'000;                       // named values in the graph
+  uint64_t max_sequence_length = uint64_t{1} << 24;      // tensors in one sequence
+};
+
+struct SessionOptions {
+  Limits limits;
+  // Removes Identity nodes from the plan so their outputs alias their inputs (validation still
+  // checks every Identity's types). Off only to measure or debug.
+  bool eliminate_identity = true;
+};
+
+struct ValueInfo {
+  std::string name;
+  Type type;
+};
+
+struct NamedValue {
+  std::string name;
+  Value value;
+};
+
+// A caller-owned destination for RunInto(): `data` must have room for the output's packed bytes.
+struct OutputBuffer {
+  void* data = nullptr;
+  size_t capacity = 0;
+};
+
+class Session {
+ public:
+  // `path` names a .onnx file; external data is resolved inside its folder.
+  static Result<Session> Create(const std::string& path, const SessionOptions& options = {});
+  // `bytes` is a serialized ModelProto. External data resolves against `base_dir` (empty: external
+  // data is refused).
+  static Result<Session> CreateFromBytes(std::span<const std::byte> bytes,
+                                         const std::string& base_dir = "",
+                                         const SessionOptions& options = {});
+  static Result<Session> CreateFromProto(const onnx::ModelProto& model,
+                                         const std::string& base_dir = "",
+                                         const SessionOptions& options = {});
+
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+  ~Session();
+
+  // Graph inputs that must be fed (those that are not initializers), in graph order.
+  std::span<const ValueInfo> inputs() const;
+  // Graph inputs that have an initializer: may be fed by name to override the default.
+  std::span<const ValueInfo> overridable_inputs() const;
+  std::span<const ValueInfo> outputs() const;
+
+  // Runs with `feeds` in inputs() order. Returns outputs in outputs() order.
+  Result<std::vector<Value>> Run(std::span<const Value> feeds) const;
+  Result<std::vector<Value>> Run(std::initializer_list<Value> feeds) const {
+    return Run(std::span<const Value>(feeds.begin(), feeds.size()));
+  }
+  // Runs with feeds by name (inputs() names, plus overridable_inputs() names).
+  Result<std::vector<Value>> RunNamed(std::span<const NamedValue> feeds) const;
+
+  // Runs and copies each output's bytes into caller memory (the one place idem copies Identity's
+  // data). Every output must be a non-string tensor and fit its OutputBuffer; shapes are returned.
+  Result<std::vector<std::vector<int64_t>>> RunInto(std::span<const Value> feeds,
+                                                    std::span<const OutputBuffer> outputs) const;
+
+  // Human-readable description: IR version, opsets, typed inputs/outputs, nodes with resolved
+  // versions (what `idem info` prints).
+  std::string Describe() const;
+
+  struct Impl;
+
+ private:
+  friend struct SessionFactory;
+  explicit Session(std::unique_ptr<const Impl> impl);
+  std::unique_ptr<const Impl> impl_;
+};
+
+}  // namespace idem
+
+#endif  // IDEM_SESSION_H_

@@ -1,0 +1,128 @@
+// Runtime values: tensors, sequences of tensors, and optionals (holding a tensor or a sequence, or
+// empty while keeping their type).
+//
+// A Value is an immutable handle: copying it is one atomic increment, it never copies elements, and
+// it is safe to read from many threads at once. Two Values may share storage (Identity returns its
+// input's Value; SequenceAt returns the stored tensor; a slice shares its parent's Buffer).
+#ifndef IDEM_VALUE_H_
+#define IDEM_VALUE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "idem/buffer.h"
+#include "idem/element_type.h"
+#include "idem/status.h"
+#include "idem/type.h"
+
+namespace idem {
+
+class Value;
+
+class Tensor {
+ public:
+  ElementType element_type() const { return element_type_; }
+  std::span<const int64_t> shape() const { return shape_; }
+  size_t rank() const { return shape_.size(); }
+  int64_t element_count() const { return element_count_; }
+  // Packed little-endian elements (4- and 2-bit types packed low bits first). Empty for strings.
+  const Buffer& data() const { return data_; }
+  // Byte strings (any bytes, including NUL and invalid UTF-8). Empty unless a string tensor.
+  std::span<const std::string> strings() const;
+
+  template <typename T>
+  std::span<const T> data_as() const {
+    return {reinterpret_cast<const T*>(data_.data()), data_.size() / sizeof(T)};
+  }
+
+ private:
+  friend class Value;
+  ElementType element_type_ = ElementType::kUndefined;
+  std::vector<int64_t> shape_;
+  int64_t element_count_ = 0;
+  Buffer data_;
+  std::shared_ptr<const std::vector<std::string>> strings_;
+};
+
+class Sequence {
+ public:
+  ElementType element_type() const { return element_type_; }
+  size_t size() const { return tensors_.size(); }
+  const Value& at(size_t index) const { return tensors_[index]; }
+  std::span<const Value> values() const { return tensors_; }
+
+ private:
+  friend class Value;
+  ElementType element_type_ = ElementType::kUndefined;
+  std::vector<Value> tensors_;
+};
+
+class Optional {
+ public:
+  // The contained type: tensor(t) or seq(tensor(t)), also for an empty optional.
+  const Type& element_type() const { return element_type_; }
+  bool has_value() const { return static_cast<bool>(value_); }
+  // Precondition: has_value().
+  const Value& value() const { return *value_; }
+
+ private:
+  friend class Value;
+  Type element_type_;
+  std::shared_ptr<const Value> value_;
+};
+
+class Value {
+ public:
+  // A null handle; only useful as a placeholder. Every accessor below requires a non-null Value.
+  Value() = default;
+
+  // `data` must hold exactly PackedByteSize(type, product(shape)) bytes; dims must be >= 0.
+  static Result<Value> MakeTensor(ElementType type, std::vector<int64_t> shape, Buffer data);
+  static Result<Value> MakeStringTensor(std::vector<int64_t> shape,
+                                        std::vector<std::string> strings);
+  // Every element must be a tensor of `element_type`.
+  static Result<Value> MakeSequence(ElementType element_type, std::vector<Value> tensors);
+  // `element` must be a tensor or a sequence.
+  static Result<Value> MakeOptional(Value element);
+  // `element_type` must be a tensor or sequence type.
+  static Result<Value> MakeEmptyOptional(Type element_type);
+
+  bool is_null() const { return !node_; }
+  ValueKind kind() const;
+  bool is_tensor() const { return kind() == ValueKind::kTensor; }
+  bool is_sequence() const { return kind() == ValueKind::kSequence; }
+  bool is_optional() const { return kind() == ValueKind::kOptional; }
+
+  // Preconditions: the matching kind.
+  const Tensor& tensor() const;
+  const Sequence& sequence() const;
+  const Optional& optional() const;
+
+  // The value's type; tensor shapes are the concrete shapes.
+  Type type() const;
+
+  // True when both handles refer to the same stored value (used to prove zero-copy).
+  bool SharesStorageWith(const Value& other) const { return node_ == other.node_; }
+
+ private:
+  struct Node;
+  explicit Value(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+  std::shared_ptr<const Node> node_;
+};
+
+// Compares exactly: kind, element type, shape, sequence length, optional presence and bits (a NaN
+// equals only a NaN with the same bits; -0.0 differs from 0.0; padding bits of 4- and 2-bit types
+// are ignored). Returns nullopt when equal, otherwise a one-line reason naming the first
+// difference ("element 3: expected 0x7fc00001, got 0x7fc00000").
+std::optional<std::string> DescribeDifference(const Value& expected, const Value& actual);
+
+// Human-readable preview: "[[1, 2, 3, 4, 5]]", truncated after `max_elements` elements.
+std::string FormatValue(const Value& value, size_t max_elements = 16);
+
+}  // namespace idem
+
+#endif  // IDEM_VALUE_H_

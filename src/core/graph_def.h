@@ -1,0 +1,64 @@
+// A protobuf-free description of an ONNX graph: what src/onnx produces from a ModelProto and what
+// src/runtime plans from. Plain data; no invariants are enforced here (the planner validates).
+#ifndef IDEM_SRC_CORE_GRAPH_DEF_H_
+#define IDEM_SRC_CORE_GRAPH_DEF_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "idem/session.h"
+#include "idem/type.h"
+#include "idem/value.h"
+
+namespace idem {
+
+struct Attribute {
+  enum class Kind { kInt, kFloat, kString, kInts, kFloats, kStrings, kType, kTensor, kOther };
+  std::string name;
+  Kind kind = Kind::kOther;
+  int64_t i = 0;
+  float f = 0;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::vector<std::string> strings;
+  Type type;          // kType (e.g. Optional's `type`)
+  Value tensor;       // kTensor
+  std::string other;  // kOther: the ONNX attribute type name ("GRAPH", "SPARSE_TENSOR", ...)
+};
+
+struct NodeDef {
+  std::string name;
+  std::string op_type;
+  std::string domain;                // "" for the default domain ("ai.onnx" is normalised to "")
+  std::vector<std::string> inputs;   // "" marks an omitted optional input
+  std::vector<std::string> outputs;  // "" marks an omitted optional output
+  std::vector<Attribute> attributes;
+
+  const Attribute* FindAttribute(const std::string& attribute_name) const {
+    for (const Attribute& a : attributes) {
+      if (a.name == attribute_name) return &a;
+    }
+    return nullptr;
+  }
+  // "node 'id0' (Identity)" or "node #3 (Identity)" when unnamed; for error messages.
+  std::string Label(size_t index) const;
+};
+
+struct GraphDef {
+  std::string source;  // file name or "<bytes>", prefixed to errors
+  int64_t ir_version = 0;
+  std::map<std::string, int64_t> opsets;  // domain -> version; default domain is ""
+  std::vector<ValueInfo> inputs;          // all graph inputs, including initializer-backed ones
+  std::vector<ValueInfo> outputs;
+  std::vector<ValueInfo> value_infos;
+  std::vector<NamedValue> initializers;
+  std::vector<NodeDef> nodes;
+};
+
+}  // namespace idem
+
+#endif  // IDEM_SRC_CORE_GRAPH_DEF_H_

@@ -1,0 +1,412 @@
+#include "idem/value.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <variant>
+
+#include <fmt/format.h>
+
+namespace idem {
+
+struct Value::Node {
+  std::variant<Tensor, Sequence, Optional> payload;
+};
+
+namespace {
+
+// Product of dims with overflow and sign checks.
+Result<int64_t> CheckedElementCount(std::span<const int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return Status(StatusCode::kInvalidArgument, fmt::format("negative dim {}", d));
+    if (d != 0 && count > std::numeric_limits<int64_t>::max() / d) {
+      return Status(StatusCode::kOutOfRange, "element count overflows int64");
+    }
+    count *= d;
+  }
+  return count;
+}
+
+}  // namespace
+
+std::span<const std::string> Tensor::strings() const {
+  if (!strings_) return {};
+  return *strings_;
+}
+
+Result<Value> Value::MakeTensor(ElementType type, std::vector<int64_t> shape, Buffer data) {
+  if (type == ElementType::kString || ElementBits(type) == 0) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("MakeTensor: element type {} needs MakeStringTensor or is invalid",
+                              ElementTypeName(type)));
+  }
+  IDEM_ASSIGN_OR_RETURN(int64_t count, CheckedElementCount(shape));
+  auto bytes = PackedByteSize(type, static_cast<uint64_t>(count));
+  if (!bytes || *bytes != data.size()) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("tensor({}) with {} elements needs {} bytes, got {}",
+                              ElementTypeName(type), count, bytes ? *bytes : 0, data.size()));
+  }
+  auto node = std::make_shared<Node>();
+  Tensor& t = node->payload.emplace<Tensor>();
+  t.element_type_ = type;
+  t.shape_ = std::move(shape);
+  t.element_count_ = count;
+  t.data_ = std::move(data);
+  return Value(std::move(node));
+}
+
+Result<Value> Value::MakeStringTensor(std::vector<int64_t> shape, std::vector<std::string> strings) {
+  IDEM_ASSIGN_OR_RETURN(int64_t count, CheckedElementCount(shape));
+  if (static_cast<uint64_t>(count) != strings.size()) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("tensor(string) with {} elements got {} strings", count,
+                              strings.size()));
+  }
+  auto node = std::make_shared<Node>();
+  Tensor& t = node->payload.emplace<Tensor>();
+  t.element_type_ = ElementType::kString;
+  t.shape_ = std::move(shape);
+  t.element_count_ = count;
+  t.strings_ = std::make_shared<const std::vector<std::string>>(std::move(strings));
+  return Value(std::move(node));
+}
+
+Result<Value> Value::MakeSequence(ElementType element_type, std::vector<Value> tensors) {
+  if (ElementTypeName(element_type) == "invalid" || element_type == ElementType::kUndefined) {
+    return Status(StatusCode::kInvalidArgument, "sequence element type is undefined");
+  }
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Value& v = tensors[i];
+    if (v.is_null() || !v.is_tensor()) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("sequence element {} is not a tensor", i));
+    }
+    if (v.tensor().element_type() != element_type) {
+      return Status(StatusCode::kInvalidArgument,
+                    fmt::format("sequence of tensor({}) cannot hold element {} of tensor({})",
+                                ElementTypeName(element_type), i,
+                                ElementTypeName(v.tensor().element_type())));
+    }
+  }
+  auto node = std::make_shared<Node>();
+  Sequence& s = node->payload.emplace<Sequence>();
+  s.element_type_ = element_type;
+  s.tensors_ = std::move(tensors);
+  return Value(std::move(node));
+}
+
+Result<Value> Value::MakeOptional(Value element) {
+  if (element.is_null() || element.is_optional()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "an optional holds a tensor or a sequence, not an optional");
+  }
+  auto node = std::make_shared<Node>();
+  Optional& o = node->payload.emplace<Optional>();
+  o.element_type_ = element.type();
+  o.value_ = std::make_shared<const Value>(std::move(element));
+  return Value(std::move(node));
+}
+
+Result<Value> Value::MakeEmptyOptional(Type element_type) {
+  if (element_type.is_optional()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "an optional holds a tensor or a sequence, not an optional");
+  }
+  auto node = std::make_shared<Node>();
+  Optional& o = node->payload.emplace<Optional>();
+  o.element_type_ = std::move(element_type);
+  return Value(std::move(node));
+}
+
+ValueKind Value::kind() const {
+  switch (node_->payload.index()) {
+    case 0: return ValueKind::kTensor;
+    case 1: return ValueKind::kSequence;
+    default: return ValueKind::kOptional;
+  }
+}
+
+const Tensor& Value::tensor() const { return std::get<Tensor>(node_->payload); }
+const Sequence& Value::sequence() const { return std::get<Sequence>(node_->payload); }
+const Optional& Value::optional() const { return std::get<Optional>(node_->payload); }
+
+Type Value::type() const {
+  switch (kind()) {
+    case ValueKind::kTensor: {
+      std::vector<Dim> dims;
+      for (int64_t d : tensor().shape()) dims.push_back(Dim{d, {}});
+      return Type::Tensor(tensor().element_type(), std::move(dims));
+    }
+    case ValueKind::kSequence:
+      return Type::Sequence(Type::Tensor(sequence().element_type()));
+    case ValueKind::kOptional:
+      return Type::Optional(optional().element_type());
+  }
+  return {};
+}
+
+namespace {
+
+std::string ShapeString(std::span<const int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ","));
+}
+
+std::string DescribeTensorDifference(const Tensor& e, const Tensor& a) {
+  if (e.element_type() != a.element_type()) {
+    return fmt::format("element type: expected {}, got {}", ElementTypeName(e.element_type()),
+                       ElementTypeName(a.element_type()));
+  }
+  if (!std::equal(e.shape().begin(), e.shape().end(), a.shape().begin(), a.shape().end())) {
+    return fmt::format("shape: expected {}, got {}", ShapeString(e.shape()),
+                       ShapeString(a.shape()));
+  }
+  if (e.element_type() == ElementType::kString) {
+    for (size_t i = 0; i < e.strings().size(); ++i) {
+      if (e.strings()[i] != a.strings()[i]) {
+        return fmt::format("element {}: strings differ ({} vs {} bytes)", i,
+                           e.strings()[i].size(), a.strings()[i].size());
+      }
+    }
+    return {};
+  }
+  const int bits = ElementBits(e.element_type());
+  const auto eb = e.data().bytes();
+  const auto ab = a.data().bytes();
+  if (bits < 8) {
+    // Compare element by element so the padding bits of the last byte never matter.
+    const int per_byte = 8 / bits;
+    const unsigned mask = (1u << bits) - 1;
+    for (int64_t i = 0; i < e.element_count(); ++i) {
+      const int shift = static_cast<int>(i % per_byte) * bits;
+      const unsigned ev = (std::to_integer<unsigned>(eb[i / per_byte]) >> shift) & mask;
+      const unsigned av = (std::to_integer<unsigned>(ab[i / per_byte]) >> shift) & mask;
+      if (ev != av) return fmt::format("element {}: expected 0x{:x}, got 0x{:x}", i, ev, av);
+    }
+    return {};
+  }
+  const size_t width = static_cast<size_t>(bits / 8);
+  if (eb.size() == ab.size() && (eb.empty() || std::memcmp(eb.data(), ab.data(), eb.size()) == 0)) {
+    return {};
+  }
+  for (size_t i = 0; i < eb.size() && i < ab.size(); i += width) {
+    if (std::memcmp(eb.data() + i, ab.data() + i, width) != 0) {
+      std::string ex, ax;
+      for (size_t k = width; k-- > 0;) {
+        ex += fmt::format("{:02x}", std::to_integer<unsigned>(eb[i + k]));
+        ax += fmt::format("{:02x}", std::to_integer<unsigned>(ab[i + k]));
+      }
+      return fmt::format("element {}: expected bits 0x{}, got 0x{}", i / width, ex, ax);
+    }
+  }
+  return "payload sizes differ";
+}
+
+}  // namespace
+
+std::optional<std::string> DescribeDifference(const Value& expected, const Value& actual) {
+  if (expected.is_null() || actual.is_null()) {
+    if (expected.is_null() && actual.is_null()) return std::nullopt;
+    return std::string("one value is missing");
+  }
+  if (expected.kind() != actual.kind()) {
+    return fmt::format("kind: expected {}, got {}", expected.type().ToString(),
+                       actual.type().ToString());
+  }
+  switch (expected.kind()) {
+    case ValueKind::kTensor: {
+      std::string why = DescribeTensorDifference(expected.tensor(), actual.tensor());
+      if (why.empty()) return std::nullopt;
+      return why;
+    }
+    case ValueKind::kSequence: {
+      const Sequence& e = expected.sequence();
+      const Sequence& a = actual.sequence();
+      if (e.element_type() != a.element_type()) {
+        return fmt::format("sequence element type: expected {}, got {}",
+                           ElementTypeName(e.element_type()), ElementTypeName(a.element_type()));
+      }
+      if (e.size() != a.size()) {
+        return fmt::format("sequence length: expected {}, got {}", e.size(), a.size());
+      }
+      for (size_t i = 0; i < e.size(); ++i) {
+        if (auto why = DescribeDifference(e.at(i), a.at(i))) {
+          return fmt::format("sequence item {}: {}", i, *why);
+        }
+      }
+      return std::nullopt;
+    }
+    case ValueKind::kOptional: {
+      const Optional& e = expected.optional();
+      const Optional& a = actual.optional();
+      if (e.has_value() != a.has_value()) {
+        return fmt::format("optional: expected {}, got {}", e.has_value() ? "a value" : "empty",
+                           a.has_value() ? "a value" : "empty");
+      }
+      if (!e.has_value()) {
+        // An empty optional's declared element type may be undefined in test data; compare kinds
+        // only when both sides know theirs.
+        const Type& et = e.element_type();
+        const Type& at = a.element_type();
+        if (et.is_tensor() && et.element_type() == ElementType::kUndefined) return std::nullopt;
+        if (at.is_tensor() && at.element_type() == ElementType::kUndefined) return std::nullopt;
+        if (!et.SameStructure(at)) {
+          return fmt::format("empty optional type: expected {}, got {}", et.ToString(),
+                             at.ToString());
+        }
+        return std::nullopt;
+      }
+      if (auto why = DescribeDifference(e.value(), a.value())) {
+        return fmt::format("optional value: {}", *why);
+      }
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ffu;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  return std::bit_cast<float>(bits);
+}
+
+template <typename T>
+T Load(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+std::string FormatElement(const Tensor& t, int64_t i) {
+  const std::byte* p = t.data().data();
+  switch (t.element_type()) {
+    case ElementType::kFloat: return fmt::format("{}", Load<float>(p + 4 * i));
+    case ElementType::kDouble: return fmt::format("{}", Load<double>(p + 8 * i));
+    case ElementType::kFloat16: return fmt::format("{}", HalfToFloat(Load<uint16_t>(p + 2 * i)));
+    case ElementType::kBfloat16:
+      return fmt::format("{}", std::bit_cast<float>(uint32_t{Load<uint16_t>(p + 2 * i)} << 16));
+    case ElementType::kUint8: return fmt::format("{}", Load<uint8_t>(p + i));
+    case ElementType::kInt8: return fmt::format("{}", Load<int8_t>(p + i));
+    case ElementType::kUint16: return fmt::format("{}", Load<uint16_t>(p + 2 * i));
+    case ElementType::kInt16: return fmt::format("{}", Load<int16_t>(p + 2 * i));
+    case ElementType::kUint32: return fmt::format("{}", Load<uint32_t>(p + 4 * i));
+    case ElementType::kInt32: return fmt::format("{}", Load<int32_t>(p + 4 * i));
+    case ElementType::kUint64: return fmt::format("{}", Load<uint64_t>(p + 8 * i));
+    case ElementType::kInt64: return fmt::format("{}", Load<int64_t>(p + 8 * i));
+    case ElementType::kBool: return Load<uint8_t>(p + i) ? "true" : "false";
+    case ElementType::kComplex64:
+      return fmt::format("({}{:+}j)", Load<float>(p + 8 * i), Load<float>(p + 8 * i + 4));
+    case ElementType::kComplex128:
+      return fmt::format("({}{:+}j)", Load<double>(p + 16 * i), Load<double>(p + 16 * i + 8));
+    case ElementType::kString: {
+      std::string out = "\"";
+      for (unsigned char c : t.strings()[static_cast<size_t>(i)]) {
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+          out += static_cast<char>(c);
+        } else {
+          out += fmt::format("\\x{:02x}", c);
+        }
+      }
+      return out + "\"";
+    }
+    case ElementType::kUint4:
+    case ElementType::kInt4:
+    case ElementType::kUint2:
+    case ElementType::kInt2: {
+      const int bits = ElementBits(t.element_type());
+      const int per_byte = 8 / bits;
+      const unsigned raw = (std::to_integer<unsigned>(p[i / per_byte]) >>
+                            (static_cast<int>(i % per_byte) * bits)) & ((1u << bits) - 1);
+      const bool is_signed =
+          t.element_type() == ElementType::kInt4 || t.element_type() == ElementType::kInt2;
+      const int value = is_signed && (raw >> (bits - 1)) ? static_cast<int>(raw) - (1 << bits)
+                                                         : static_cast<int>(raw);
+      return fmt::format("{}", value);
+    }
+    case ElementType::kFloat4E2M1: {
+      const unsigned raw = (std::to_integer<unsigned>(p[i / 2]) >> ((i % 2) * 4)) & 0xfu;
+      return fmt::format("0x{:x}", raw);
+    }
+    default:  // float8 variants: show the bit pattern
+      return fmt::format("0x{:02x}", std::to_integer<unsigned>(p[i]));
+  }
+}
+
+void FormatTensorLevel(const Tensor& t, size_t dim, int64_t& index, size_t max_elements,
+                       std::string& out) {
+  if (t.rank() == 0) {
+    out += FormatElement(t, 0);
+    return;
+  }
+  out += '[';
+  for (int64_t i = 0; i < t.shape()[dim]; ++i) {
+    if (static_cast<size_t>(index) >= max_elements) {
+      out += "...";
+      break;
+    }
+    if (i) out += ", ";
+    if (dim + 1 == t.rank()) {
+      out += FormatElement(t, index++);
+    } else {
+      FormatTensorLevel(t, dim + 1, index, max_elements, out);
+    }
+  }
+  out += ']';
+}
+
+}  // namespace
+
+std::string FormatValue(const Value& value, size_t max_elements) {
+  if (value.is_null()) return "<null>";
+  switch (value.kind()) {
+    case ValueKind::kTensor: {
+      std::string out;
+      int64_t index = 0;
+      FormatTensorLevel(value.tensor(), 0, index, max_elements, out);
+      return out;
+    }
+    case ValueKind::kSequence: {
+      std::string out = "seq{";
+      const Sequence& s = value.sequence();
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (i == 4) {
+          out += fmt::format(", ... ({} more)", s.size() - 4);
+          break;
+        }
+        if (i) out += ", ";
+        out += FormatValue(s.at(i), max_elements);
+      }
+      return out + "}";
+    }
+    case ValueKind::kOptional:
+      return value.optional().has_value()
+                 ? fmt::format("optional{{{}}}", FormatValue(value.optional().value(), max_elements))
+                 : std::string("optional{empty}");
+  }
+  return "?";
+}
+
+}  // namespace idem

@@ -1,0 +1,70 @@
+// Identity, versions 1 to 25. The output is the input's Value itself: no byte is copied, whatever
+// the size. (The planner usually erases Identity nodes altogether; this kernel runs when that
+// rewrite is off.)
+#include "src/kernels/kernel.h"
+
+namespace idem {
+namespace {
+
+class IdentityKernel final : public Kernel {
+ public:
+  Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
+    outputs[0] = *inputs[0];
+    return {};
+  }
+};
+
+// Element types each version adds to the plain tensor set (sequences and optionals never widen
+// beyond the base 15).
+std::vector<ElementType> TensorElementsAt(int version) {
+  using E = ElementType;
+  std::vector<ElementType> e = BaseElementTypes();
+  if (version >= 13) e.push_back(E::kBfloat16);
+  if (version >= 19) {
+    for (E t : {E::kFloat8E4M3FN, E::kFloat8E4M3FNUZ, E::kFloat8E5M2, E::kFloat8E5M2FNUZ}) {
+      e.push_back(t);
+    }
+  }
+  if (version >= 21) {
+    e.push_back(E::kUint4);
+    e.push_back(E::kInt4);
+  }
+  if (version >= 23) e.push_back(E::kFloat4E2M1);
+  if (version >= 24) e.push_back(E::kFloat8E8M0);
+  if (version >= 25) {
+    e.push_back(E::kUint2);
+    e.push_back(E::kInt2);
+  }
+  return e;
+}
+
+KernelSchema IdentitySchema(int version) {
+  const std::vector<ElementType> base = BaseElementTypes();
+  const std::vector<ElementType> tensors = TensorElementsAt(version);
+  std::vector<Type> allowed = TensorTypes(tensors);
+  if (version >= 14) allowed = Concat({allowed, SequenceTypes(base)});
+  if (version >= 16) allowed = Concat({allowed, OptionalTypes(base)});
+  const std::string param = version >= 14 ? "V" : "T";
+
+  KernelSchema s;
+  s.op_type = "Identity";
+  s.since_version = version;
+  s.inputs = {{"input", param}};
+  s.outputs = {{"output", param}};
+  s.constraints = {{param, std::move(allowed)}};
+  s.infer = [](const NodeContext& ctx) -> Result<std::vector<Type>> {
+    return std::vector<Type>{*ctx.inputs[0]};
+  };
+  s.create = [](const NodeContext&) -> Result<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(std::make_unique<IdentityKernel>());
+  };
+  return s;
+}
+
+}  // namespace
+
+void RegisterIdentityKernels(KernelRegistry& registry) {
+  for (int version : {1, 13, 14, 16, 19, 21, 23, 24, 25}) registry.Register(IdentitySchema(version));
+}
+
+}  // namespace idem

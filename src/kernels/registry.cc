@@ -1,0 +1,124 @@
+#include <fmt/format.h>
+
+#include "src/kernels/kernel.h"
+
+namespace idem {
+
+bool TypeConstraint::Allows(const Type& type) const {
+  for (const Type& t : allowed) {
+    if (t.SameStructure(type)) return true;
+  }
+  return false;
+}
+
+const TypeConstraint* KernelSchema::FindConstraint(const std::string& param) const {
+  for (const TypeConstraint& c : constraints) {
+    if (c.param == param) return &c;
+  }
+  return nullptr;
+}
+
+const KernelRegistry& KernelRegistry::Default() {
+  static const KernelRegistry* registry = [] {
+    auto* r = new KernelRegistry();
+    RegisterIdentityKernels(*r);
+    RegisterSequenceKernels(*r);
+    RegisterOptionalKernels(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+void KernelRegistry::Register(KernelSchema schema) {
+  auto& versions = schemas_[{schema.domain, schema.op_type}];
+  const int since = schema.since_version;
+  versions[since] = std::make_unique<KernelSchema>(std::move(schema));
+}
+
+const KernelSchema* KernelRegistry::Resolve(const std::string& domain, const std::string& op_type,
+                                            int64_t opset) const {
+  auto it = schemas_.find({domain, op_type});
+  if (it == schemas_.end()) return nullptr;
+  const KernelSchema* best = nullptr;
+  for (const auto& [since, schema] : it->second) {
+    if (since <= opset) best = schema.get();
+  }
+  return best;
+}
+
+std::vector<const KernelSchema*> KernelRegistry::Versions(const std::string& domain,
+                                                          const std::string& op_type) const {
+  std::vector<const KernelSchema*> out;
+  auto it = schemas_.find({domain, op_type});
+  if (it == schemas_.end()) return out;
+  for (const auto& [since, schema] : it->second) out.push_back(schema.get());
+  return out;
+}
+
+std::vector<const KernelSchema*> KernelRegistry::All() const {
+  std::vector<const KernelSchema*> out;
+  for (const auto& [key, versions] : schemas_) {
+    for (const auto& [since, schema] : versions) out.push_back(schema.get());
+  }
+  return out;
+}
+
+std::vector<ElementType> BaseElementTypes() {
+  using E = ElementType;
+  return {E::kUint8,   E::kUint16, E::kUint32, E::kUint64,    E::kInt8,
+          E::kInt16,   E::kInt32,  E::kInt64,  E::kFloat16,   E::kFloat,
+          E::kDouble,  E::kString, E::kBool,   E::kComplex64, E::kComplex128};
+}
+
+std::vector<Type> TensorTypes(std::span<const ElementType> elements) {
+  std::vector<Type> out;
+  for (ElementType e : elements) out.push_back(Type::Tensor(e));
+  return out;
+}
+
+std::vector<Type> SequenceTypes(std::span<const ElementType> elements) {
+  std::vector<Type> out;
+  for (ElementType e : elements) out.push_back(Type::Sequence(Type::Tensor(e)));
+  return out;
+}
+
+std::vector<Type> OptionalTypes(std::span<const ElementType> elements) {
+  std::vector<Type> out;
+  for (ElementType e : elements) out.push_back(Type::Optional(Type::Sequence(Type::Tensor(e))));
+  for (ElementType e : elements) out.push_back(Type::Optional(Type::Tensor(e)));
+  return out;
+}
+
+std::vector<Type> Concat(std::initializer_list<std::vector<Type>> parts) {
+  std::vector<Type> out;
+  for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
+  return out;
+}
+
+Result<int64_t> GetIntAttribute(const NodeDef& node, const std::string& name,
+                                std::optional<int64_t> default_value) {
+  const Attribute* a = node.FindAttribute(name);
+  if (a == nullptr) {
+    if (default_value) return *default_value;
+    return Status(StatusCode::kInvalidModel, fmt::format("required attribute '{}' is missing", name));
+  }
+  if (a->kind != Attribute::Kind::kInt) {
+    return Status(StatusCode::kInvalidModel, fmt::format("attribute '{}' must be an int", name));
+  }
+  return a->i;
+}
+
+Result<int64_t> ReadScalarIndex(const Value& value, const std::string& input_name) {
+  const Tensor& t = value.tensor();
+  if (t.element_count() != 1 || t.rank() > 1) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("input '{}' must be a scalar (shape []), got {} elements of rank {}",
+                              input_name, t.element_count(), t.rank()));
+  }
+  if (t.element_type() == ElementType::kInt32) return int64_t{t.data_as<int32_t>()[0]};
+  if (t.element_type() == ElementType::kInt64) return t.data_as<int64_t>()[0];
+  return Status(StatusCode::kInvalidArgument,
+                fmt::format("input '{}' must be int32 or int64", input_name));
+}
+
+}  // namespace idem

@@ -1,0 +1,232 @@
+#include "src/onnx/model_loader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "src/onnx/proto_convert.h"
+
+namespace idem {
+namespace {
+
+Status Bad(std::string message) { return Status(StatusCode::kInvalidModel, std::move(message)); }
+
+Result<ValueInfo> ConvertValueInfo(const onnx::ValueInfoProto& p, const Limits& limits,
+                                   std::string_view role) {
+  if (!p.has_type()) {
+    return Bad(fmt::format("{} '{}' has no type", role, p.name()));
+  }
+  auto type = TypeFromProto(p.type(), limits);
+  if (!type.ok()) {
+    return std::move(type).take_status().WithContext(fmt::format("{} '{}'", role, p.name()));
+  }
+  return ValueInfo{p.name(), std::move(type).value()};
+}
+
+Result<Attribute> ConvertAttribute(onnx::AttributeProto& p, const LoadContext& context) {
+  Attribute a;
+  a.name = p.name();
+  switch (p.type()) {
+    case onnx::AttributeProto::INT: a.kind = Attribute::Kind::kInt; a.i = p.i(); break;
+    case onnx::AttributeProto::FLOAT: a.kind = Attribute::Kind::kFloat; a.f = p.f(); break;
+    case onnx::AttributeProto::STRING: a.kind = Attribute::Kind::kString; a.s = p.s(); break;
+    case onnx::AttributeProto::INTS:
+      a.kind = Attribute::Kind::kInts;
+      a.ints.assign(p.ints().begin(), p.ints().end());
+      break;
+    case onnx::AttributeProto::FLOATS:
+      a.kind = Attribute::Kind::kFloats;
+      a.floats.assign(p.floats().begin(), p.floats().end());
+      break;
+    case onnx::AttributeProto::STRINGS:
+      a.kind = Attribute::Kind::kStrings;
+      a.strings.assign(p.strings().begin(), p.strings().end());
+      break;
+    case onnx::AttributeProto::TYPE_PROTO: {
+      a.kind = Attribute::Kind::kType;
+      IDEM_ASSIGN_OR_RETURN(a.type, TypeFromProto(p.tp(), context.limits));
+      break;
+    }
+    case onnx::AttributeProto::TENSOR: {
+      a.kind = Attribute::Kind::kTensor;
+      IDEM_ASSIGN_OR_RETURN(a.tensor, TensorFromProto(*p.mutable_t(), context));
+      break;
+    }
+    default:
+      a.kind = Attribute::Kind::kOther;
+      a.other = onnx::AttributeProto::AttributeType_Name(p.type());
+      if (!p.ref_attr_name().empty()) a.other = "reference to " + p.ref_attr_name();
+      break;
+  }
+  return a;
+}
+
+std::string NormaliseDomain(const std::string& domain) {
+  return domain == "ai.onnx" ? std::string() : domain;
+}
+
+}  // namespace
+
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+Result<std::string> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
+  // O_NONBLOCK so a FIFO given as a model cannot hang us; then insist on a regular file.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    return Status(errno == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError,
+                  fmt::format("{}: cannot open: {}", path, strerror(errno)));
+  }
+  struct stat st {};
+  std::string bytes;
+  Status status;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    status = Status(StatusCode::kIoError, fmt::format("{}: not a regular file", path));
+  } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    status = Status(StatusCode::kResourceExhausted,
+                    fmt::format("{}: {} bytes exceed the limit of {} bytes", path, st.st_size,
+                                max_bytes));
+  } else {
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        status = Status(StatusCode::kIoError, fmt::format("{}: read failed", path));
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return bytes;
+}
+
+Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& base_dir,
+                                    const Limits& limits) {
+  GraphDef graph;
+  graph.ir_version = model.ir_version();
+  if (graph.ir_version < kMinIrVersion || graph.ir_version > kMaxIrVersion) {
+    return Status(StatusCode::kUnsupported,
+                  fmt::format("IR version {} is not supported (idem reads IR {} to {})",
+                              graph.ir_version, kMinIrVersion, kMaxIrVersion));
+  }
+  for (const auto& opset : model.opset_import()) {
+    const std::string domain = NormaliseDomain(opset.domain());
+    auto [it, inserted] = graph.opsets.emplace(domain, opset.version());
+    if (!inserted && it->second != opset.version()) {
+      return Bad(fmt::format("opset_import lists domain '{}' twice ({} and {})", opset.domain(),
+                             it->second, opset.version()));
+    }
+  }
+  if (auto it = graph.opsets.find(""); it != graph.opsets.end()) {
+    if (it->second < 1 || it->second > kMaxDefaultOpset) {
+      return Status(StatusCode::kUnsupported,
+                    fmt::format("default-domain opset {} is not supported (idem supports 1 to {}, "
+                                "the newest ONNX defines)", it->second, kMaxDefaultOpset));
+    }
+  }
+  if (!model.has_graph()) return Bad("model has no graph");
+  onnx::GraphProto& g = *model.mutable_graph();
+  if (static_cast<uint64_t>(g.node_size()) > limits.max_nodes) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("{} nodes exceed max_nodes {}", g.node_size(), limits.max_nodes));
+  }
+  const uint64_t value_count = static_cast<uint64_t>(g.input_size()) + g.output_size() +
+                               g.value_info_size() + g.initializer_size();
+  if (value_count > limits.max_values) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("{} values exceed max_values {}", value_count, limits.max_values));
+  }
+  if (g.sparse_initializer_size() > 0) {
+    return Status(StatusCode::kUnsupported, "sparse initializers are not supported");
+  }
+  const LoadContext context{base_dir, limits};
+  for (const auto& p : g.input()) {
+    IDEM_ASSIGN_OR_RETURN(ValueInfo info, ConvertValueInfo(p, limits, "graph input"));
+    graph.inputs.push_back(std::move(info));
+  }
+  for (const auto& p : g.output()) {
+    IDEM_ASSIGN_OR_RETURN(ValueInfo info, ConvertValueInfo(p, limits, "graph output"));
+    graph.outputs.push_back(std::move(info));
+  }
+  for (const auto& p : g.value_info()) {
+    // value_info is advisory; an untyped entry says nothing.
+    if (!p.has_type()) continue;
+    IDEM_ASSIGN_OR_RETURN(ValueInfo info, ConvertValueInfo(p, limits, "value_info"));
+    graph.value_infos.push_back(std::move(info));
+  }
+  for (auto& p : *g.mutable_initializer()) {
+    if (p.name().empty()) return Bad("an initializer has no name");
+    auto value = TensorFromProto(p, context);
+    if (!value.ok()) {
+      return std::move(value).take_status().WithContext(
+          fmt::format("initializer '{}'", p.name()));
+    }
+    graph.initializers.push_back({p.name(), std::move(value).value()});
+  }
+  graph.nodes.reserve(static_cast<size_t>(g.node_size()));
+  for (int n = 0; n < g.node_size(); ++n) {
+    onnx::NodeProto& p = *g.mutable_node(n);
+    NodeDef node;
+    node.name = p.name();
+    node.op_type = p.op_type();
+    node.domain = NormaliseDomain(p.domain());
+    node.inputs.assign(p.input().begin(), p.input().end());
+    node.outputs.assign(p.output().begin(), p.output().end());
+    for (auto& attribute : *p.mutable_attribute()) {
+      auto converted = ConvertAttribute(attribute, context);
+      if (!converted.ok()) {
+        return std::move(converted).take_status().WithContext(
+            fmt::format("{}: attribute '{}'", node.Label(static_cast<size_t>(n)),
+                        attribute.name()));
+      }
+      node.attributes.push_back(std::move(converted).value());
+    }
+    graph.nodes.push_back(std::move(node));
+  }
+  return graph;
+}
+
+Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std::string& base_dir,
+                                    const Limits& limits) {
+  if (bytes.size() > limits.max_model_bytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("model of {} bytes exceeds max_model_bytes {}", bytes.size(),
+                              limits.max_model_bytes));
+  }
+  if (bytes.empty()) return Bad("the model is empty (0 bytes)");
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Bad(fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated "
+                           "or not a ModelProto)", bytes.size()));
+  }
+  return LoadGraphFromProto(model, base_dir, limits);
+}
+
+Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits) {
+  auto bytes = ReadFileBytes(path, limits.max_model_bytes);
+  if (!bytes.ok()) return std::move(bytes).take_status();
+  auto graph = LoadGraphFromBytes(std::as_bytes(std::span(bytes.value())), DirectoryOf(path),
+                                  limits);
+  if (!graph.ok()) return std::move(graph).take_status().WithContext(path);
+  graph->source = path;
+  return graph;
+}
+
+}  // namespace idem

@@ -1,0 +1,460 @@
+#include "src/onnx/proto_convert.h"
+
+#include <onnx/onnx-data_pb.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "src/onnx/external_data.h"
+
+namespace idem {
+namespace {
+
+Status Bad(std::string message) { return Status(StatusCode::kInvalidModel, std::move(message)); }
+
+// Which repeated field a type's elements live in when raw_data is not used.
+enum class Field { kFloat, kDouble, kInt32, kInt64, kUint64, kString };
+
+Field FieldFor(ElementType t) {
+  switch (t) {
+    case ElementType::kFloat:
+    case ElementType::kComplex64: return Field::kFloat;
+    case ElementType::kDouble:
+    case ElementType::kComplex128: return Field::kDouble;
+    case ElementType::kInt64: return Field::kInt64;
+    case ElementType::kUint32:
+    case ElementType::kUint64: return Field::kUint64;
+    case ElementType::kString: return Field::kString;
+    default: return Field::kInt32;  // int8..int32, uint8/16, bool, 16-bit floats, float8, 4/2-bit
+  }
+}
+
+std::string_view FieldName(Field f) {
+  switch (f) {
+    case Field::kFloat: return "float_data";
+    case Field::kDouble: return "double_data";
+    case Field::kInt32: return "int32_data";
+    case Field::kInt64: return "int64_data";
+    case Field::kUint64: return "uint64_data";
+    case Field::kString: return "string_data";
+  }
+  return "?";
+}
+
+// The typed fields that are set, for spotting data in the wrong field.
+std::vector<Field> FieldsPresent(const onnx::TensorProto& p) {
+  std::vector<Field> present;
+  if (p.float_data_size()) present.push_back(Field::kFloat);
+  if (p.double_data_size()) present.push_back(Field::kDouble);
+  if (p.int32_data_size()) present.push_back(Field::kInt32);
+  if (p.int64_data_size()) present.push_back(Field::kInt64);
+  if (p.uint64_data_size()) present.push_back(Field::kUint64);
+  if (p.string_data_size()) present.push_back(Field::kString);
+  return present;
+}
+
+template <typename Out, typename Repeated>
+void Narrow(const Repeated& in, std::byte* out) {
+  for (int i = 0; i < in.size(); ++i) {
+    const Out v = static_cast<Out>(in.Get(i));
+    std::memcpy(out + static_cast<size_t>(i) * sizeof(Out), &v, sizeof(Out));
+  }
+}
+
+Result<Value> TensorFromTypedField(onnx::TensorProto& p, ElementType type,
+                                   std::vector<int64_t> dims, uint64_t count, uint64_t bytes,
+                                   const std::string& label) {
+  const Field field = FieldFor(type);
+  for (Field f : FieldsPresent(p)) {
+    if (f != field) {
+      return Bad(fmt::format("{}: tensor({}) keeps its elements in {}, not {}", label,
+                             ElementTypeName(type), FieldName(field), FieldName(f)));
+    }
+  }
+  if (type == ElementType::kString) {
+    if (static_cast<uint64_t>(p.string_data_size()) != count) {
+      return Bad(fmt::format("{}: dims promise {} strings, string_data holds {}", label, count,
+                             p.string_data_size()));
+    }
+    std::vector<std::string> strings;
+    strings.reserve(count);
+    for (auto& s : *p.mutable_string_data()) strings.push_back(std::move(s));
+    return Value::MakeStringTensor(std::move(dims), std::move(strings));
+  }
+  const int bits = ElementBits(type);
+  const bool complex = type == ElementType::kComplex64 || type == ElementType::kComplex128;
+  // Entries expected in the field: one per element, two for complex, one per packed byte for
+  // sub-byte types.
+  const uint64_t entries = bits < 8 ? bytes : (complex ? count * 2 : count);
+  uint64_t have = 0;
+  switch (field) {
+    case Field::kFloat: have = static_cast<uint64_t>(p.float_data_size()); break;
+    case Field::kDouble: have = static_cast<uint64_t>(p.double_data_size()); break;
+    case Field::kInt32: have = static_cast<uint64_t>(p.int32_data_size()); break;
+    case Field::kInt64: have = static_cast<uint64_t>(p.int64_data_size()); break;
+    case Field::kUint64: have = static_cast<uint64_t>(p.uint64_data_size()); break;
+    case Field::kString: break;
+  }
+  if (have != entries) {
+    if (have == 0 && entries != 0) {
+      return Bad(fmt::format("{}: dims promise {} elements of {} but the tensor holds no data",
+                             label, count, ElementTypeName(type)));
+    }
+    return Bad(fmt::format("{}: dims promise {} entries in {}, found {}", label, entries,
+                           FieldName(field), have));
+  }
+  std::byte* out = nullptr;
+  IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, &out));
+  switch (field) {
+    case Field::kFloat: Narrow<float>(p.float_data(), out); break;
+    case Field::kDouble: Narrow<double>(p.double_data(), out); break;
+    case Field::kInt64: Narrow<int64_t>(p.int64_data(), out); break;
+    case Field::kUint64:
+      if (type == ElementType::kUint32) {
+        Narrow<uint32_t>(p.uint64_data(), out);
+      } else {
+        Narrow<uint64_t>(p.uint64_data(), out);
+      }
+      break;
+    case Field::kInt32:
+      if (bits == 32) {
+        Narrow<int32_t>(p.int32_data(), out);
+      } else if (bits == 16) {
+        Narrow<uint16_t>(p.int32_data(), out);
+      } else {  // 8-bit values, or packed bytes of 4-/2-bit values
+        Narrow<uint8_t>(p.int32_data(), out);
+      }
+      break;
+    case Field::kString: break;
+  }
+  return Value::MakeTensor(type, std::move(dims), std::move(buffer));
+}
+
+Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
+                                 std::vector<int64_t> dims, uint64_t bytes,
+                                 const LoadContext& context, const std::string& label) {
+  if (type == ElementType::kString) {
+    return Bad(fmt::format("{}: string tensors cannot use external data", label));
+  }
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  auto parse_number = [&](const std::string& key, const std::string& text) -> Result<uint64_t> {
+    if (text.empty() || text.size() > 20 ||
+        text.find_first_not_of("0123456789") != std::string::npos) {
+      return Bad(fmt::format("{}: external data {} '{}' is not a non-negative integer", label, key,
+                             text));
+    }
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
+    if (errno == ERANGE) return Bad(fmt::format("{}: external data {} overflows", label, key));
+    return static_cast<uint64_t>(v);
+  };
+  for (const auto& entry : p.external_data()) {
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset") {
+      IDEM_ASSIGN_OR_RETURN(offset, parse_number("offset", entry.value()));
+    } else if (entry.key() == "length") {
+      IDEM_ASSIGN_OR_RETURN(length, parse_number("length", entry.value()));
+    }
+  }
+  if (location.empty()) return Bad(fmt::format("{}: external data without a location", label));
+  if (length && *length != bytes) {
+    return Bad(fmt::format("{}: external data '{}' length {} does not match the {} bytes the "
+                           "dims need", label, location, *length, bytes));
+  }
+  if (bytes > context.limits.max_tensor_bytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("{}: {} bytes exceed max_tensor_bytes {}", label, bytes,
+                              context.limits.max_tensor_bytes));
+  }
+  auto mapped = MapExternalData(context.base_dir, location, offset, bytes);
+  if (!mapped.ok()) return std::move(mapped).take_status().WithContext(label);
+  return Value::MakeTensor(type, std::move(dims), std::move(mapped).value());
+}
+
+}  // namespace
+
+Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context) {
+  const std::string label =
+      p.name().empty() ? std::string("tensor") : fmt::format("tensor '{}'", p.name());
+  auto type_or = ElementTypeFromCode(p.data_type());
+  if (!type_or) {
+    return Status(p.data_type() == 0 ? StatusCode::kInvalidModel : StatusCode::kUnsupported,
+                  fmt::format("{}: element type code {} is {}", label, p.data_type(),
+                              p.data_type() == 0 ? "undefined" : "unknown (idem knows 1 to 26)"));
+  }
+  const ElementType type = *type_or;
+  if (p.has_segment()) return Bad(fmt::format("{}: segmented tensors are not supported", label));
+  std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
+  uint64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return Bad(fmt::format("{}: negative dim {}", label, d));
+    if (d != 0 && count > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
+      return Bad(fmt::format("{}: the product of dims [{}] overflows", label,
+                             fmt::join(dims, ",")));
+    }
+    count *= static_cast<uint64_t>(d);
+  }
+  if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return Bad(fmt::format("{}: the product of dims [{}] overflows", label, fmt::join(dims, ",")));
+  }
+  if (count > context.limits.max_elements) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("{}: {} elements exceed max_elements {}", label, count,
+                              context.limits.max_elements));
+  }
+  uint64_t bytes = 0;
+  if (type != ElementType::kString) {
+    auto packed = PackedByteSize(type, count);
+    if (!packed) return Bad(fmt::format("{}: byte size overflows", label));
+    bytes = *packed;
+  }
+
+  if (p.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (p.has_raw_data() || !FieldsPresent(p).empty()) {
+      return Bad(fmt::format("{}: external data and inline data both present", label));
+    }
+    return TensorFromExternal(p, type, std::move(dims), bytes, context, label);
+  }
+  if (p.has_raw_data()) {
+    if (type == ElementType::kString) {
+      return Bad(fmt::format("{}: string tensors cannot use raw_data", label));
+    }
+    if (!FieldsPresent(p).empty()) {
+      return Bad(fmt::format("{}: both raw_data and {} are set", label,
+                             FieldName(FieldsPresent(p).front())));
+    }
+    if (p.raw_data().size() != bytes) {
+      return Bad(fmt::format("{}: raw_data holds {} bytes but dims [{}] of {} need {}", label,
+                             p.raw_data().size(), fmt::join(dims, ","), ElementTypeName(type),
+                             bytes));
+    }
+    // Steal the bytes: the string's heap block becomes the buffer's owner, no copy.
+    auto owner = std::make_shared<std::string>(std::move(*p.mutable_raw_data()));
+    p.clear_raw_data();
+    const void* data = owner->data();
+    const size_t size = owner->size();
+    return Value::MakeTensor(type, std::move(dims),
+                             Buffer::Shared(std::move(owner), data, size));
+  }
+  return TensorFromTypedField(p, type, std::move(dims), count, bytes, label);
+}
+
+Result<Type> TypeFromProto(const onnx::TypeProto& proto, const Limits& limits) {
+  // Iterative descent bounded by the depth limit, then build inside out.
+  std::vector<onnx::TypeProto::ValueCase> wrappers;
+  const onnx::TypeProto* current = &proto;
+  while (true) {
+    if (static_cast<int>(wrappers.size()) + 1 > limits.max_type_depth) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("type nesting deeper than max_type_depth {}",
+                                limits.max_type_depth));
+    }
+    switch (current->value_case()) {
+      case onnx::TypeProto::kTensorType: {
+        const auto& tt = current->tensor_type();
+        ElementType et = ElementType::kUndefined;
+        if (tt.elem_type() != 0) {
+          auto known = ElementTypeFromCode(tt.elem_type());
+          if (!known) {
+            return Status(StatusCode::kUnsupported,
+                          fmt::format("element type code {} is unknown (idem knows 1 to 26)",
+                                      tt.elem_type()));
+          }
+          et = *known;
+        }
+        std::optional<std::vector<Dim>> shape;
+        if (tt.has_shape()) {
+          shape.emplace();
+          for (const auto& d : tt.shape().dim()) {
+            Dim dim;
+            if (d.has_dim_value()) {
+              if (d.dim_value() < 0) {
+                return Bad(fmt::format("declared dim {} is negative", d.dim_value()));
+              }
+              dim.value = d.dim_value();
+            } else if (d.has_dim_param()) {
+              dim.param = d.dim_param();
+            }
+            shape->push_back(std::move(dim));
+          }
+        }
+        Type t = Type::Tensor(et, std::move(shape));
+        for (auto it = wrappers.rbegin(); it != wrappers.rend(); ++it) {
+          t = *it == onnx::TypeProto::kSequenceType ? Type::Sequence(std::move(t))
+                                                    : Type::Optional(std::move(t));
+        }
+        return t;
+      }
+      case onnx::TypeProto::kSequenceType:
+        wrappers.push_back(onnx::TypeProto::kSequenceType);
+        current = &current->sequence_type().elem_type();
+        break;
+      case onnx::TypeProto::kOptionalType:
+        wrappers.push_back(onnx::TypeProto::kOptionalType);
+        current = &current->optional_type().elem_type();
+        break;
+      case onnx::TypeProto::kMapType:
+        return Status(StatusCode::kUnsupported, "map types are not supported");
+      case onnx::TypeProto::kSparseTensorType:
+        return Status(StatusCode::kUnsupported, "sparse tensor types are not supported");
+      default:
+        return Bad("type is not set");
+    }
+  }
+}
+
+namespace {
+
+Result<Value> SequenceFromProto(onnx::SequenceProto& p, const Type& declared,
+                                const LoadContext& context) {
+  if (p.sequence_values_size() || p.map_values_size() || p.optional_values_size()) {
+    return Status(StatusCode::kUnsupported,
+                  "only sequences of tensors are supported (found nested values)");
+  }
+  if (static_cast<uint64_t>(p.tensor_values_size()) > context.limits.max_sequence_length) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("sequence of {} tensors exceeds max_sequence_length {}",
+                              p.tensor_values_size(), context.limits.max_sequence_length));
+  }
+  ElementType et = declared.is_sequence() ? declared.element().element_type()
+                                          : ElementType::kUndefined;
+  std::vector<Value> tensors;
+  tensors.reserve(static_cast<size_t>(p.tensor_values_size()));
+  for (int i = 0; i < p.tensor_values_size(); ++i) {
+    auto t = TensorFromProto(*p.mutable_tensor_values(i), context);
+    if (!t.ok()) return std::move(t).take_status().WithContext(fmt::format("sequence item {}", i));
+    if (et == ElementType::kUndefined) et = t->tensor().element_type();
+    tensors.push_back(std::move(t).value());
+  }
+  if (et == ElementType::kUndefined) {
+    return Bad("empty sequence of unknown element type");
+  }
+  return Value::MakeSequence(et, std::move(tensors));
+}
+
+Result<Value> OptionalFromProto(onnx::OptionalProto& p, const Type& declared,
+                                const LoadContext& context) {
+  const Type element = declared.is_optional() ? declared.element() : Type();
+  if (p.has_tensor_value()) {
+    IDEM_ASSIGN_OR_RETURN(Value t, TensorFromProto(*p.mutable_tensor_value(), context));
+    return Value::MakeOptional(std::move(t));
+  }
+  if (p.has_sequence_value()) {
+    IDEM_ASSIGN_OR_RETURN(Value s, SequenceFromProto(*p.mutable_sequence_value(), element,
+                                                     context));
+    return Value::MakeOptional(std::move(s));
+  }
+  if (p.has_optional_value() || p.has_map_value() || p.has_sparse_tensor_value()) {
+    return Status(StatusCode::kUnsupported,
+                  "optionals holding maps, sparse tensors or optionals are not supported");
+  }
+  return Value::MakeEmptyOptional(element);
+}
+
+template <typename Message>
+Status Parse(Message& message, std::span<const std::byte> bytes, std::string_view what) {
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Bad(fmt::format("not a valid {} ({} bytes)", what, bytes.size()));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<Value> ValueFromProtoBytes(std::span<const std::byte> bytes, const Type& declared,
+                                  const LoadContext& context) {
+  switch (declared.kind()) {
+    case ValueKind::kTensor: {
+      onnx::TensorProto p;
+      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "TensorProto"));
+      return TensorFromProto(p, context);
+    }
+    case ValueKind::kSequence: {
+      onnx::SequenceProto p;
+      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "SequenceProto"));
+      if (p.elem_type() != onnx::SequenceProto::TENSOR &&
+          p.elem_type() != onnx::SequenceProto::UNDEFINED) {
+        return Status(StatusCode::kUnsupported, "only sequences of tensors are supported");
+      }
+      return SequenceFromProto(p, declared, context);
+    }
+    case ValueKind::kOptional: {
+      onnx::OptionalProto p;
+      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "OptionalProto"));
+      return OptionalFromProto(p, declared, context);
+    }
+  }
+  return Status(StatusCode::kInternal, "unknown kind");
+}
+
+void TensorToProto(const Tensor& tensor, onnx::TensorProto* proto) {
+  proto->set_data_type(static_cast<int32_t>(tensor.element_type()));
+  for (int64_t d : tensor.shape()) proto->add_dims(d);
+  if (tensor.element_type() == ElementType::kString) {
+    for (const std::string& s : tensor.strings()) proto->add_string_data(s);
+  } else {
+    proto->set_raw_data(tensor.data().data(), tensor.data().size());
+  }
+}
+
+namespace {
+
+void SequenceToProto(const Sequence& s, onnx::SequenceProto* proto) {
+  proto->set_elem_type(onnx::SequenceProto::TENSOR);
+  for (const Value& v : s.values()) TensorToProto(v.tensor(), proto->add_tensor_values());
+}
+
+}  // namespace
+
+Result<std::string> ValueToProtoBytes(const Value& value, const std::string& name) {
+  std::string out;
+  bool ok = false;
+  switch (value.kind()) {
+    case ValueKind::kTensor: {
+      onnx::TensorProto p;
+      p.set_name(name);
+      TensorToProto(value.tensor(), &p);
+      ok = p.SerializeToString(&out);
+      break;
+    }
+    case ValueKind::kSequence: {
+      onnx::SequenceProto p;
+      p.set_name(name);
+      SequenceToProto(value.sequence(), &p);
+      ok = p.SerializeToString(&out);
+      break;
+    }
+    case ValueKind::kOptional: {
+      onnx::OptionalProto p;
+      p.set_name(name);
+      const Optional& o = value.optional();
+      p.set_elem_type(o.element_type().is_sequence() ? onnx::OptionalProto::SEQUENCE
+                                                     : onnx::OptionalProto::TENSOR);
+      if (o.has_value()) {
+        if (o.value().is_tensor()) {
+          TensorToProto(o.value().tensor(), p.mutable_tensor_value());
+        } else {
+          SequenceToProto(o.value().sequence(), p.mutable_sequence_value());
+        }
+      }
+      ok = p.SerializeToString(&out);
+      break;
+    }
+  }
+  if (!ok) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("output '{}' is too large to serialize as protobuf (2 GiB limit)",
+                              name));
+  }
+  return out;
+}
+
+}  // namespace idem

@@ -1,0 +1,53 @@
+// Conversions between ONNX protobuf messages and idem values/types. The only layer that sees
+// protobuf; everything it returns is protobuf-free.
+//
+// Contracts:
+// - Every size a message claims is checked against what the message (or the external file)
+//   actually holds before anything is allocated, with overflow-safe arithmetic.
+// - Messages for values are chosen by the declared type, never by trial parsing.
+#ifndef IDEM_SRC_ONNX_PROTO_CONVERT_H_
+#define IDEM_SRC_ONNX_PROTO_CONVERT_H_
+
+#include <span>
+#include <string>
+
+#include "idem/session.h"
+#include "idem/status.h"
+#include "idem/type.h"
+#include "idem/value.h"
+
+namespace onnx {
+class TensorProto;
+class TypeProto;
+class SequenceProto;
+class OptionalProto;
+}  // namespace onnx
+
+namespace idem {
+
+struct LoadContext {
+  // Folder external data must stay inside; empty refuses external data.
+  std::string base_dir;
+  Limits limits;
+};
+
+// Converts a TensorProto. May move raw_data out of `proto` to avoid a copy (the proto is left
+// valid but its raw_data is unspecified afterwards).
+Result<Value> TensorFromProto(onnx::TensorProto& proto, const LoadContext& context);
+
+Result<Type> TypeFromProto(const onnx::TypeProto& proto, const Limits& limits);
+
+// Parses `bytes` as the message the declared type calls for (TensorProto, SequenceProto or
+// OptionalProto) and converts it. The declared type supplies the element type of empty sequences
+// and optionals.
+Result<Value> ValueFromProtoBytes(std::span<const std::byte> bytes, const Type& declared,
+                                  const LoadContext& context);
+
+// Serializes a value as the message of its kind, with `name` set.
+Result<std::string> ValueToProtoBytes(const Value& value, const std::string& name);
+
+void TensorToProto(const Tensor& tensor, onnx::TensorProto* proto);
+
+}  // namespace idem
+
+#endif  // IDEM_SRC_ONNX_PROTO_CONVERT_H_

@@ -1,0 +1,134 @@
+// Core layer: element types, types, buffers, values, comparison.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "idem/idem.h"
+
+namespace idem {
+namespace {
+
+Value FloatTensor(std::vector<int64_t> shape, std::vector<float> values) {
+  auto buffer = Buffer::CopyOf(std::as_bytes(std::span(values))).value();
+  return Value::MakeTensor(ElementType::kFloat, std::move(shape), buffer).value();
+}
+
+TEST(ElementTypeTest, CodesNamesAndWidthsFollowTheSpec) {
+  EXPECT_EQ(ElementTypeName(ElementType::kFloat8E4M3FN), "float8e4m3fn");
+  EXPECT_EQ(ElementTypeName(ElementType::kInt2), "int2");
+  EXPECT_EQ(ElementBits(ElementType::kComplex128), 128);
+  EXPECT_EQ(ElementBits(ElementType::kUint4), 4);
+  EXPECT_EQ(ElementBits(ElementType::kString), 0);
+  EXPECT_FALSE(ElementTypeFromCode(0).has_value());
+  EXPECT_FALSE(ElementTypeFromCode(27).has_value());
+  EXPECT_EQ(ElementTypeFromCode(26), ElementType::kInt2);
+}
+
+TEST(ElementTypeTest, PackedSizesRoundSubByteTypesUp) {
+  EXPECT_EQ(PackedByteSize(ElementType::kInt4, 3), 2u);
+  EXPECT_EQ(PackedByteSize(ElementType::kUint2, 5), 2u);
+  EXPECT_EQ(PackedByteSize(ElementType::kUint2, 8), 2u);
+  EXPECT_EQ(PackedByteSize(ElementType::kDouble, 3), 24u);
+  EXPECT_FALSE(PackedByteSize(ElementType::kDouble, std::numeric_limits<uint64_t>::max() / 4));
+  EXPECT_FALSE(PackedByteSize(ElementType::kString, 1));
+}
+
+TEST(TypeTest, PrintsOnnxNotation) {
+  Type t = Type::Optional(Type::Sequence(Type::Tensor(ElementType::kFloat)));
+  EXPECT_EQ(t.ToString(), "optional(seq(tensor(float)))");
+  EXPECT_EQ(t.depth(), 3);
+  Type shaped = Type::Tensor(ElementType::kFloat, std::vector<Dim>{{1, {}}, {{}, "N"}, {}});
+  EXPECT_EQ(shaped.ToShortString(), "float[1,N,?]");
+}
+
+TEST(TypeTest, CompatibilityIgnoresSymbolicDimsButNotFixedOnes) {
+  Type a = Type::Tensor(ElementType::kFloat, std::vector<Dim>{{2, {}}, {{}, "N"}});
+  Type b = Type::Tensor(ElementType::kFloat, std::vector<Dim>{{2, {}}, {7, {}}});
+  Type c = Type::Tensor(ElementType::kFloat, std::vector<Dim>{{3, {}}, {7, {}}});
+  Type d = Type::Tensor(ElementType::kInt32, std::vector<Dim>{{2, {}}, {7, {}}});
+  EXPECT_TRUE(a.CompatibleWith(b));
+  EXPECT_FALSE(b.CompatibleWith(c));
+  EXPECT_FALSE(b.CompatibleWith(d));
+  EXPECT_TRUE(b.SameStructure(c));
+  EXPECT_FALSE(Type::Sequence(b).SameStructure(b));
+}
+
+TEST(BufferTest, SlicesAndCopiesShareOrOwnAsDocumented) {
+  std::vector<uint8_t> bytes = {1, 2, 3, 4, 5};
+  Buffer borrowed = Buffer::Borrow(bytes.data(), bytes.size());
+  EXPECT_EQ(static_cast<const void*>(borrowed.data()), bytes.data());
+  Buffer slice = borrowed.Slice(1, 3);
+  EXPECT_EQ(std::to_integer<int>(slice.data()[0]), 2);
+  Buffer copy = Buffer::CopyOf(borrowed.bytes()).value();
+  EXPECT_NE(static_cast<const void*>(copy.data()), bytes.data());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copy.data()) % Buffer::kAlignment, 0u);
+  EXPECT_EQ(std::memcmp(copy.data(), bytes.data(), 5), 0);
+}
+
+TEST(ValueTest, TensorSizeMustMatchShape) {
+  auto buffer = Buffer::CopyOf(std::vector<std::byte>(8)).value();
+  EXPECT_TRUE(Value::MakeTensor(ElementType::kFloat, {2}, buffer).ok());
+  EXPECT_FALSE(Value::MakeTensor(ElementType::kFloat, {3}, buffer).ok());
+  EXPECT_FALSE(Value::MakeTensor(ElementType::kFloat, {-2}, buffer).ok());
+  EXPECT_FALSE(Value::MakeTensor(ElementType::kString, {2}, buffer).ok());
+  // Two int4 elements, three int4 elements (one padding nibble) both fit in one/two bytes.
+  EXPECT_TRUE(Value::MakeTensor(ElementType::kInt4, {4, 4}, buffer).ok());
+  EXPECT_FALSE(Value::MakeTensor(ElementType::kInt4, {int64_t{1} << 62, 8}, buffer).ok());
+}
+
+TEST(ValueTest, SequencesRejectMixedElementTypes) {
+  Value f = FloatTensor({1}, {1.0f});
+  auto i = Value::MakeTensor(ElementType::kInt32, {1},
+                             Buffer::CopyOf(std::vector<std::byte>(4)).value()).value();
+  EXPECT_TRUE(Value::MakeSequence(ElementType::kFloat, {f, f}).ok());
+  auto mixed = Value::MakeSequence(ElementType::kFloat, {f, i});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("int32"), std::string::npos);
+}
+
+TEST(ValueTest, EmptyOptionalKeepsItsType) {
+  auto empty = Value::MakeEmptyOptional(Type::Sequence(Type::Tensor(ElementType::kInt64))).value();
+  EXPECT_FALSE(empty.optional().has_value());
+  EXPECT_EQ(empty.type().ToString(), "optional(seq(tensor(int64)))");
+  EXPECT_FALSE(Value::MakeEmptyOptional(Type::Optional(Type::Tensor(ElementType::kFloat))).ok());
+}
+
+TEST(CompareTest, NanPayloadsAndSignedZerosAreDistinguished) {
+  const float quiet = std::bit_cast<float>(0x7fc00000u);
+  const float payload = std::bit_cast<float>(0x7fc00001u);
+  EXPECT_FALSE(DescribeDifference(FloatTensor({1}, {quiet}), FloatTensor({1}, {quiet})));
+  auto why = DescribeDifference(FloatTensor({1}, {quiet}), FloatTensor({1}, {payload}));
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("7fc00001"), std::string::npos);
+  EXPECT_TRUE(DescribeDifference(FloatTensor({1}, {0.0f}), FloatTensor({1}, {-0.0f})));
+  EXPECT_TRUE(DescribeDifference(FloatTensor({2}, {1, 2}), FloatTensor({1, 2}, {1, 2})));
+}
+
+TEST(CompareTest, SubBytePaddingIsIgnored) {
+  std::vector<std::byte> a = {std::byte{0x21}, std::byte{0x03}};
+  std::vector<std::byte> b = {std::byte{0x21}, std::byte{0xf3}};
+  auto va = Value::MakeTensor(ElementType::kUint4, {3}, Buffer::CopyOf(a).value()).value();
+  auto vb = Value::MakeTensor(ElementType::kUint4, {3}, Buffer::CopyOf(b).value()).value();
+  EXPECT_FALSE(DescribeDifference(va, vb));
+  std::vector<std::byte> c = {std::byte{0x21}, std::byte{0x04}};
+  auto vc = Value::MakeTensor(ElementType::kUint4, {3}, Buffer::CopyOf(c).value()).value();
+  EXPECT_TRUE(DescribeDifference(va, vc));
+}
+
+TEST(CompareTest, StringsCompareAsBytes) {
+  auto a = Value::MakeStringTensor({2}, {std::string("a\0b", 3), "\xff"}).value();
+  auto b = Value::MakeStringTensor({2}, {std::string("a\0c", 3), "\xff"}).value();
+  EXPECT_FALSE(DescribeDifference(a, a));
+  EXPECT_TRUE(DescribeDifference(a, b));
+}
+
+TEST(FormatTest, PreviewsNestedShapes) {
+  EXPECT_EQ(FormatValue(FloatTensor({1, 5}, {1, 2, 3, 4, 5})), "[[1, 2, 3, 4, 5]]");
+  EXPECT_EQ(FormatValue(FloatTensor({}, {2.5f})), "2.5");
+  EXPECT_EQ(FormatValue(FloatTensor({0}, {})), "[]");
+}
+
+}  // namespace
+}  // namespace idem

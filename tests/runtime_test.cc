@@ -1,0 +1,217 @@
+// Runtime: validation errors, zero-copy Identity, feeds, RunInto, concurrency.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+
+#include "idem/idem.h"
+#include "tests/test_models.h"
+
+namespace idem {
+namespace {
+
+using testing::AddNode;
+using testing::AddValueInfo;
+using testing::IdentityChain;
+using testing::OptionalTypeProto;
+using testing::SequenceTypeProto;
+using testing::TensorTypeProto;
+
+Value Floats(std::vector<int64_t> shape, std::vector<float> values) {
+  return Value::MakeTensor(ElementType::kFloat, std::move(shape),
+                           Buffer::CopyOf(std::as_bytes(std::span(values))).value())
+      .value();
+}
+
+std::string ErrorOf(const onnx::ModelProto& m, SessionOptions options = {}) {
+  auto s = Session::CreateFromProto(m, "", options);
+  return s.ok() ? std::string("<ok>") : s.status().message();
+}
+
+TEST(SessionTest, IdentityOutputSharesTheFedBuffer) {
+  for (bool eliminate : {true, false}) {
+    SessionOptions options;
+    options.eliminate_identity = eliminate;
+    auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {-1}), 16, 5);
+    Session s = Session::CreateFromProto(m, "", options).value();
+    std::vector<float> big(1 << 20, 1.5f);
+    Value x = Value::MakeTensor(ElementType::kFloat, {1 << 20},
+                                Buffer::Borrow(big.data(), big.size() * 4)).value();
+    auto out = s.Run({x}).value();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].SharesStorageWith(x)) << eliminate;
+    EXPECT_EQ(static_cast<const void*>(out[0].tensor().data().data()), big.data());
+  }
+}
+
+TEST(SessionTest, ErrorNamesNodeInputAndRule) {
+  auto seq = SequenceTypeProto(TensorTypeProto(ElementType::kFloat, {}));
+  std::string e = ErrorOf(IdentityChain(seq, 13));
+  EXPECT_NE(e.find("node 'id0' (Identity-13): input 'x' is seq(tensor(float)); Identity-13 "
+                   "accepts tensors only (sequences need opset >= 14)"),
+            std::string::npos) << e;
+  auto opt = OptionalTypeProto(TensorTypeProto(ElementType::kFloat, {}));
+  e = ErrorOf(IdentityChain(opt, 15));
+  EXPECT_NE(e.find("Identity-14 accepts tensors and sequences only (optionals need opset >= 16)"),
+            std::string::npos) << e;
+  e = ErrorOf(IdentityChain(TensorTypeProto(ElementType::kBfloat16, {}), 12));
+  EXPECT_NE(e.find("Identity-1 does not accept tensor(bfloat16) (tensor(bfloat16) needs opset >= "
+                   "13)"), std::string::npos) << e;
+  e = ErrorOf(IdentityChain(TensorTypeProto(ElementType::kFloat8E4M3FN, {}), 18));
+  EXPECT_NE(e.find("needs opset >= 19"), std::string::npos) << e;
+  auto seq_bf16 = SequenceTypeProto(TensorTypeProto(ElementType::kBfloat16, {}));
+  e = ErrorOf(IdentityChain(seq_bf16, 25));
+  EXPECT_NE(e.find("no version of Identity accepts seq(tensor(bfloat16))"), std::string::npos) << e;
+}
+
+TEST(SessionTest, StructuralErrors) {
+  auto type = TensorTypeProto(ElementType::kFloat, {2});
+  {
+    auto m = IdentityChain(type, 16);
+    AddNode(m.mutable_graph(), "Foo", {"x"}, {"a"});
+    AddNode(m.mutable_graph(), "Bar", {"x"}, {"b"});
+    std::string e = ErrorOf(m);
+    EXPECT_NE(e.find("Bar-16"), std::string::npos) << e;
+    EXPECT_NE(e.find("Foo-16"), std::string::npos) << e;
+  }
+  {
+    auto m = IdentityChain(type, 16);
+    m.mutable_graph()->mutable_node(0)->add_input("x");
+    EXPECT_NE(ErrorOf(m).find("has 2 inputs; Identity-16 takes 1"), std::string::npos);
+  }
+  {
+    auto m = IdentityChain(type, 16);
+    m.mutable_graph()->mutable_node(0)->set_input(0, "nowhere");
+    EXPECT_NE(ErrorOf(m).find("input 'nowhere' is undefined"), std::string::npos);
+  }
+  {
+    auto m = IdentityChain(type, 16, 2);
+    AddNode(m.mutable_graph(), "Identity", {"x"}, {"t0"}, "dup");
+    EXPECT_NE(ErrorOf(m).find("produced by both"), std::string::npos);
+  }
+  {
+    auto m = IdentityChain(type, 16, 3);  // x -> t0 -> t1 -> y; make id0 read t1: a cycle
+    m.mutable_graph()->mutable_node(0)->set_input(0, "t1");
+    EXPECT_NE(ErrorOf(m).find("cycle"), std::string::npos) << ErrorOf(m);
+  }
+  {
+    auto m = IdentityChain(type, 16);
+    *m.mutable_graph()->mutable_output(0)->mutable_type() =
+        TensorTypeProto(ElementType::kInt32, {2});
+    std::string e = ErrorOf(m);
+    EXPECT_NE(e.find("declared tensor(int32)"), std::string::npos) << e;
+  }
+  {
+    auto m = IdentityChain(type, 16);
+    *m.mutable_graph()->mutable_output(0)->mutable_type() =
+        TensorTypeProto(ElementType::kFloat, {3});
+    EXPECT_NE(ErrorOf(m).find("declared float[3]"), std::string::npos) << ErrorOf(m);
+  }
+}
+
+TEST(SessionTest, FeedsAreCheckedWithNames) {
+  auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {2, 3}), 16);
+  Session s = Session::CreateFromProto(m).value();
+  auto wrong_shape = s.Run({Floats({3, 2}, std::vector<float>(6))});
+  ASSERT_FALSE(wrong_shape.ok());
+  EXPECT_NE(wrong_shape.status().message().find("input 'x'"), std::string::npos);
+  EXPECT_NE(wrong_shape.status().message().find("float[2,3]"), std::string::npos);
+  auto i32 = Value::MakeTensor(ElementType::kInt32, {2, 3},
+                               Buffer::CopyOf(std::vector<std::byte>(24)).value()).value();
+  EXPECT_NE(s.Run({i32}).status().message().find("got tensor(int32)"), std::string::npos);
+  auto seq = Value::MakeSequence(ElementType::kFloat, {}).value();
+  EXPECT_NE(s.Run({seq}).status().message().find("got seq(tensor(float))"), std::string::npos);
+  EXPECT_NE(s.Run(std::span<const Value>()).status().message().find("expected 1 feeds (x)"),
+            std::string::npos);
+  EXPECT_NE(s.RunNamed({}).status().message().find("'x'"), std::string::npos);
+}
+
+TEST(SessionTest, InitializerThatIsAlsoAnInputCanBeOverridden) {
+  auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {1}), 16);
+  auto* init = m.mutable_graph()->add_initializer();
+  init->set_name("x");
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  init->add_dims(1);
+  init->add_float_data(7.0f);
+  Session s = Session::CreateFromProto(m).value();
+  EXPECT_TRUE(s.inputs().empty());
+  ASSERT_EQ(s.overridable_inputs().size(), 1u);
+  EXPECT_EQ(s.Run(std::span<const Value>()).value()[0].tensor().data_as<float>()[0], 7.0f);
+  Value fed = Floats({1}, {9.0f});
+  auto out = s.RunNamed(std::vector<NamedValue>{{"x", fed}}).value();
+  EXPECT_TRUE(out[0].SharesStorageWith(fed));
+}
+
+TEST(SessionTest, RunIntoCopiesIntoCallerMemoryAndRefusesWhatItCannotCopy) {
+  auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {4}), 16);
+  Session s = Session::CreateFromProto(m).value();
+  std::vector<float> dst(4, 0.0f);
+  OutputBuffer out{dst.data(), dst.size() * sizeof(float)};
+  auto shapes = s.RunInto(std::vector<Value>{Floats({4}, {1, 2, 3, 4})}, {&out, 1}).value();
+  EXPECT_EQ(shapes[0], (std::vector<int64_t>{4}));
+  EXPECT_EQ(dst, (std::vector<float>{1, 2, 3, 4}));
+  OutputBuffer small{dst.data(), 8};
+  EXPECT_EQ(s.RunInto(std::vector<Value>{Floats({4}, {5, 6, 7, 8})}, {&small, 1}).status().code(),
+            StatusCode::kOutOfRange);
+  EXPECT_EQ(dst[0], 1.0f);  // untouched on error
+
+  auto seq_model = IdentityChain(SequenceTypeProto(TensorTypeProto(ElementType::kFloat, {})), 16);
+  Session seq_session = Session::CreateFromProto(seq_model).value();
+  auto seq = Value::MakeSequence(ElementType::kFloat, {Floats({}, {1})}).value();
+  auto r = seq_session.RunInto(std::vector<Value>{seq}, {&out, 1});
+  EXPECT_NE(r.status().message().find("seq(tensor(float))"), std::string::npos);
+}
+
+TEST(SessionTest, EmptyOptionalPassesThroughWithItsType) {
+  auto opt = OptionalTypeProto(SequenceTypeProto(TensorTypeProto(ElementType::kInt64, {})));
+  Session s = Session::CreateFromProto(IdentityChain(opt, 16, 3)).value();
+  Value empty =
+      Value::MakeEmptyOptional(Type::Sequence(Type::Tensor(ElementType::kInt64))).value();
+  auto out = s.Run({empty}).value();
+  EXPECT_FALSE(out[0].optional().has_value());
+  EXPECT_EQ(out[0].type().ToString(), "optional(seq(tensor(int64)))");
+}
+
+TEST(SessionTest, GraphInputThatIsAlsoAnOutputReturnsTheFedValue) {
+  auto type = TensorTypeProto(ElementType::kFloat, {1});
+  auto m = IdentityChain(type, 16);
+  AddValueInfo(m.mutable_graph()->mutable_output(), "x", type);
+  Session s = Session::CreateFromProto(m).value();
+  Value x = Floats({1}, {4.0f});
+  auto out = s.Run({x}).value();
+  EXPECT_TRUE(out[1].SharesStorageWith(x));
+  EXPECT_TRUE(out[0].SharesStorageWith(x));
+}
+
+// One session, many threads, mixed values: every result must be exactly what was fed.
+TEST(ConcurrencyTest, ManyThreadsOneSession) {
+  auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {-1}), 16, 4);
+  auto opt_model =
+      IdentityChain(OptionalTypeProto(TensorTypeProto(ElementType::kString, {-1})), 16, 2);
+  Session s = Session::CreateFromProto(m).value();
+  Session so = Session::CreateFromProto(opt_model).value();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; ++i) {
+        Value x = Floats({2}, {static_cast<float>(t), static_cast<float>(i)});
+        auto out = s.Run({x});
+        if (!out.ok() || DescribeDifference(x, (*out)[0])) ++failures;
+        Value str = Value::MakeOptional(
+            Value::MakeStringTensor({1}, {std::to_string(t * 100000 + i)}).value()).value();
+        Value in = (i % 3 == 0)
+                       ? Value::MakeEmptyOptional(Type::Tensor(ElementType::kString)).value()
+                       : str;
+        auto o = so.Run({in});
+        if (!o.ok() || DescribeDifference(in, (*o)[0])) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace idem

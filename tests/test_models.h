@@ -1,0 +1,87 @@
+// Small ONNX model builders for tests (protobuf is fine here: tests sit above every layer).
+#ifndef IDEM_TESTS_TEST_MODELS_H_
+#define IDEM_TESTS_TEST_MODELS_H_
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+#include "idem/element_type.h"
+
+namespace idem::testing {
+
+inline onnx::TypeProto TensorTypeProto(ElementType type, std::vector<int64_t> dims) {
+  onnx::TypeProto t;
+  t.mutable_tensor_type()->set_elem_type(static_cast<int32_t>(type));
+  auto* shape = t.mutable_tensor_type()->mutable_shape();
+  for (int64_t d : dims) {
+    if (d < 0) {
+      shape->add_dim()->set_dim_param("N");
+    } else {
+      shape->add_dim()->set_dim_value(d);
+    }
+  }
+  return t;
+}
+
+inline onnx::TypeProto SequenceTypeProto(const onnx::TypeProto& element) {
+  onnx::TypeProto t;
+  *t.mutable_sequence_type()->mutable_elem_type() = element;
+  return t;
+}
+
+inline onnx::TypeProto OptionalTypeProto(const onnx::TypeProto& element) {
+  onnx::TypeProto t;
+  *t.mutable_optional_type()->mutable_elem_type() = element;
+  return t;
+}
+
+inline void AddValueInfo(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
+                         const std::string& name, const onnx::TypeProto& type) {
+  auto* v = list->Add();
+  v->set_name(name);
+  *v->mutable_type() = type;
+}
+
+inline onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& op,
+                                std::vector<std::string> inputs, std::vector<std::string> outputs,
+                                const std::string& name = "") {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (auto& i : inputs) n->add_input(i);
+  for (auto& o : outputs) n->add_output(o);
+  return n;
+}
+
+// x -> Identity (n times) -> y, both of `type`.
+inline onnx::ModelProto IdentityChain(const onnx::TypeProto& type, int opset, int length = 1,
+                                      int ir = 10) {
+  onnx::ModelProto m;
+  m.set_ir_version(ir);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("chain");
+  AddValueInfo(g->mutable_input(), "x", type);
+  AddValueInfo(g->mutable_output(), "y", type);
+  std::string prev = "x";
+  for (int i = 0; i < length; ++i) {
+    const std::string out = i + 1 == length ? "y" : "t" + std::to_string(i);
+    AddNode(g, "Identity", {prev}, {out}, "id" + std::to_string(i));
+    prev = out;
+  }
+  return m;
+}
+
+inline std::vector<std::byte> Serialize(const onnx::ModelProto& m) {
+  std::string s = m.SerializeAsString();
+  auto* p = reinterpret_cast<const std::byte*>(s.data());
+  return {p, p + s.size()};
+}
+
+}  // namespace idem::testing
+
+#endif  // IDEM_TESTS_TEST_MODELS_H_

@@ -1,0 +1,46 @@
+// Running ONNX backend-test folders (model.onnx + test_data_set_N/{input,output}_K.pb) and
+// comparing results exactly. Shared by `idem test`, the Python package and the fuzzers.
+#ifndef IDEM_TOOLS_BACKEND_TEST_H_
+#define IDEM_TOOLS_BACKEND_TEST_H_
+
+#include <string>
+#include <vector>
+
+#include "idem/session.h"
+#include "idem/status.h"
+#include "idem/value.h"
+
+namespace idem::tools {
+
+struct CaseResult {
+  enum class Outcome { kPass, kFail, kSkip };
+  Outcome outcome = Outcome::kFail;
+  std::string name;    // the folder's base name
+  std::string reason;  // why it failed or was skipped
+};
+
+// Case folders under `path`: `path` itself if it holds model.onnx, otherwise every folder below it
+// (recursively, sorted) that does. Errors when `path` does not exist.
+Result<std::vector<std::string>> FindCaseFolders(const std::string& path);
+
+// Runs every test_data_set_* of one case. A model using an operator idem lacks is kSkip when
+// `skip_unsupported`, else kFail.
+CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
+                          const SessionOptions& options = {});
+
+// Reads input_K.pb / output_K.pb of one data set as the types the session declares.
+Result<std::vector<Value>> ReadDataSetValues(const std::string& data_set_folder,
+                                             const std::string& prefix,
+                                             std::span<const ValueInfo> declared,
+                                             const Limits& limits);
+
+// Reads a value file: .npy (tensor) or .pb (message chosen by `declared`).
+Result<Value> ReadValueFile(const std::string& path, const Type& declared, const Limits& limits);
+
+// Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename. An
+// error leaves any existing `path` untouched.
+Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+
+}  // namespace idem::tools
+
+#endif  // IDEM_TOOLS_BACKEND_TEST_H_

@@ -1,0 +1,224 @@
+// The `idem` command line: run, test, check and info over the idem library.
+//
+// Exit codes: 0 success, 1 an error or a failed test (one `error:` line on stderr), 2 usage.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "idem/idem.h"
+#include "src/onnx/proto_convert.h"
+#include "tools/backend_test.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using idem::tools::CaseResult;
+
+int Fail(const std::string& message) {
+  std::fflush(stdout);
+  fmt::print(stderr, "error: {}\n", message);
+  return 1;
+}
+
+// "float[1,5]", "seq(float)[2 items]", "optional(float[5])", "optional(seq(float))=empty".
+std::string Summarize(const idem::Value& v) {
+  switch (v.kind()) {
+    case idem::ValueKind::kTensor:
+      return v.type().ToShortString();
+    case idem::ValueKind::kSequence:
+      return fmt::format("seq({}) with {} tensors",
+                         idem::ElementTypeName(v.sequence().element_type()), v.sequence().size());
+    case idem::ValueKind::kOptional:
+      return v.optional().has_value()
+                 ? fmt::format("optional({})", Summarize(v.optional().value()))
+                 : fmt::format("optional({}), empty", v.optional().element_type().ToString());
+  }
+  return "?";
+}
+
+// Accepts a model file or a backend-test folder (uses its model.onnx).
+std::string ModelPath(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return (fs::path(path) / "model.onnx").string();
+  return path;
+}
+
+int Run(const std::string& model_arg, const std::vector<std::string>& input_args,
+        const std::string& output_dir) {
+  const std::string model = ModelPath(model_arg);
+  auto session = idem::Session::Create(model);
+  if (!session.ok()) return Fail(session.status().message());
+
+  std::vector<idem::NamedValue> feeds;
+  for (const std::string& arg : input_args) {
+    const size_t eq = arg.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Fail(fmt::format("--input '{}': expected NAME=FILE", arg));
+    }
+    const std::string name = arg.substr(0, eq);
+    const std::string file = arg.substr(eq + 1);
+    const idem::ValueInfo* info = nullptr;
+    for (const idem::ValueInfo& v : session->inputs()) {
+      if (v.name == name) info = &v;
+    }
+    for (const idem::ValueInfo& v : session->overridable_inputs()) {
+      if (v.name == name) info = &v;
+    }
+    if (info == nullptr) {
+      std::vector<std::string> names;
+      for (const idem::ValueInfo& v : session->inputs()) names.push_back(v.name);
+      return Fail(fmt::format("{}: --input '{}': the model has no input '{}' (inputs: {})", model,
+                              arg, name, fmt::join(names, ", ")));
+    }
+    auto value = idem::tools::ReadValueFile(file, info->type, {});
+    if (!value.ok()) {
+      return Fail(fmt::format("input '{}': {}", name, value.status().message()));
+    }
+    feeds.push_back({name, std::move(value).value()});
+  }
+  // A backend-test folder with no --input runs on its first data set.
+  std::error_code ec;
+  if (input_args.empty() && !session->inputs().empty() && fs::is_directory(model_arg, ec)) {
+    const std::string data_set = (fs::path(model_arg) / "test_data_set_0").string();
+    auto values = idem::tools::ReadDataSetValues(data_set, "input", session->inputs(), {});
+    if (!values.ok()) return Fail(values.status().message());
+    for (size_t i = 0; i < values->size(); ++i) {
+      feeds.push_back({session->inputs()[i].name, (*values)[i]});
+    }
+  }
+  for (const idem::ValueInfo& v : session->inputs()) {
+    bool fed = false;
+    for (const auto& f : feeds) fed |= f.name == v.name;
+    if (!fed) {
+      return Fail(fmt::format("{}: input '{}' ({}) is not fed; use --input {}=FILE", model,
+                              v.name, v.type.ToShortString(), v.name));
+    }
+  }
+  auto outputs = session->RunNamed(feeds);
+  if (!outputs.ok()) return Fail(fmt::format("{}: {}", model, outputs.status().message()));
+
+  if (!output_dir.empty()) {
+    fs::create_directories(output_dir, ec);
+    if (ec) return Fail(fmt::format("{}: cannot create folder: {}", output_dir, ec.message()));
+    // Serialize everything first so a failure cannot leave a partial set of files.
+    std::vector<std::string> payloads;
+    for (size_t k = 0; k < outputs->size(); ++k) {
+      auto bytes = idem::ValueToProtoBytes((*outputs)[k], session->outputs()[k].name);
+      if (!bytes.ok()) return Fail(bytes.status().message());
+      payloads.push_back(std::move(bytes).value());
+    }
+    for (size_t k = 0; k < payloads.size(); ++k) {
+      const std::string path = (fs::path(output_dir) / fmt::format("output_{}.pb", k)).string();
+      idem::Status s = idem::tools::WriteFileAtomically(path, payloads[k]);
+      if (!s.ok()) return Fail(s.message());
+    }
+  }
+  for (size_t k = 0; k < outputs->size(); ++k) {
+    const idem::Value& v = (*outputs)[k];
+    fmt::print("{} {} = {}\n", session->outputs()[k].name, Summarize(v), idem::FormatValue(v));
+  }
+  return 0;
+}
+
+int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quiet) {
+  int passed = 0, failed = 0, skipped = 0;
+  for (const std::string& path : paths) {
+    auto cases = idem::tools::FindCaseFolders(path);
+    if (!cases.ok()) return Fail(cases.status().message());
+    if (cases->empty()) return Fail(fmt::format("{}: no test cases (folders with model.onnx)", path));
+    for (const std::string& folder : *cases) {
+      CaseResult r = idem::tools::RunBackendCase(folder, skip_unsupported);
+      switch (r.outcome) {
+        case CaseResult::Outcome::kPass:
+          ++passed;
+          if (!quiet) fmt::print("PASS {}\n", r.name);
+          break;
+        case CaseResult::Outcome::kFail:
+          ++failed;
+          fmt::print("FAIL {}: {}\n", r.name, r.reason);
+          break;
+        case CaseResult::Outcome::kSkip:
+          ++skipped;
+          if (!quiet) fmt::print("SKIP {}: {}\n", r.name, r.reason);
+          break;
+      }
+    }
+  }
+  if (skip_unsupported) {
+    fmt::print("{} passed, {} failed, {} skipped\n", passed, failed, skipped);
+  } else {
+    fmt::print("{} passed, {} failed\n", passed, failed);
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+int Check(const std::string& model_arg) {
+  const std::string model = ModelPath(model_arg);
+  auto session = idem::Session::Create(model);
+  if (!session.ok()) return Fail(session.status().message());
+  fmt::print("{}: OK ({} inputs, {} outputs)\n", model, session->inputs().size(),
+             session->outputs().size());
+  return 0;
+}
+
+int Info(const std::string& model_arg) {
+  const std::string model = ModelPath(model_arg);
+  auto session = idem::Session::Create(model);
+  if (!session.ok()) return Fail(session.status().message());
+  fmt::print("{}\n{}", model, session->Describe());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"idem: an exact, zero-copy ONNX runtime (Identity and the sequence/optional ops)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "idem 0.1.0");
+
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  CLI::App* run = app.add_subcommand("run", "Run a model and print its outputs");
+  run->add_option("MODEL", model, "model.onnx, or a backend-test folder (feeds test_data_set_0)")
+      ->required();
+  run->add_option("--input,-i", inputs, "NAME=FILE: a .pb (message chosen by the declared type) "
+                                        "or a .npy tensor; repeatable");
+  run->add_option("--output-dir,-o", output_dir,
+                  "write output_K.pb files (backend test-data format) here");
+
+  std::vector<std::string> test_paths;
+  bool skip_unsupported = false;
+  bool quiet = false;
+  CLI::App* test = app.add_subcommand("test", "Run backend-test folders and compare exactly");
+  test->add_option("PATH", test_paths, "case folder or folder of cases")->required();
+  test->add_flag("--skip-unsupported", skip_unsupported,
+                 "report cases with operators idem lacks as SKIP instead of FAIL");
+  test->add_flag("--quiet,-q", quiet, "print only failures and the summary");
+
+  CLI::App* check = app.add_subcommand("check", "Validate a model and say what is wrong");
+  check->add_option("MODEL", model, "model.onnx")->required();
+  CLI::App* info = app.add_subcommand("info", "Show IR, opsets, inputs, outputs and nodes");
+  info->add_option("MODEL", model, "model.onnx")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "usage: idem run|test|check|info ... (see idem --help)\n");
+    return 2;
+  }
+  if (*run) return Run(model, inputs, output_dir);
+  if (*test) return Test(test_paths, skip_unsupported, quiet);
+  if (*check) return Check(model);
+  if (*info) return Info(model);
+  return 2;
+}
