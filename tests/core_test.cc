@@ -80,8 +80,9 @@ TEST(ValueTest, TensorSizeMustMatchShape) {
 
 TEST(ValueTest, SequencesRejectMixedElementTypes) {
   Value f = FloatTensor({1}, {1.0f});
-  auto i = Value::MakeTensor(ElementType::kInt32, {1},
-                             Buffer::CopyOf(std::vector<std::byte>(4)).value()).value();
+  auto i =
+      Value::MakeTensor(ElementType::kInt32, {1}, Buffer::CopyOf(std::vector<std::byte>(4)).value())
+          .value();
   EXPECT_TRUE(Value::MakeSequence(ElementType::kFloat, {f, f}).ok());
   auto mixed = Value::MakeSequence(ElementType::kFloat, {f, i});
   ASSERT_FALSE(mixed.ok());

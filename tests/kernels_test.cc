@@ -68,8 +68,9 @@ TEST(IdentityKernelTest, ReturnsTheSameValueObject) {
   const Type* types[] = {&t};
   auto kernel = s->create(NodeContext{node, 16, types}).value();
   std::vector<std::byte> bytes(1 << 20);
-  Value x = Value::MakeTensor(ElementType::kFloat, {1 << 18},
-                              Buffer::Borrow(bytes.data(), bytes.size())).value();
+  Value x =
+      Value::MakeTensor(ElementType::kFloat, {1 << 18}, Buffer::Borrow(bytes.data(), bytes.size()))
+          .value();
   const Value* inputs[] = {&x};
   Value out[1];
   ASSERT_TRUE(kernel->Run(inputs, out).ok());

@@ -54,14 +54,12 @@ TEST(TensorProtoTest, SizesAreCheckedBeforeAllocating) {
   overflow.add_dims(int64_t{1} << 62);
   overflow.add_dims(int64_t{1} << 62);
   overflow.set_raw_data("abcd");
-  EXPECT_NE(TensorFromProto(overflow, {}).status().message().find("overflows"),
-            std::string::npos);
+  EXPECT_NE(TensorFromProto(overflow, {}).status().message().find("overflows"), std::string::npos);
 
   onnx::TensorProto negative;
   negative.set_data_type(onnx::TensorProto::FLOAT);
   negative.add_dims(-1);
-  EXPECT_NE(TensorFromProto(negative, {}).status().message().find("negative"),
-            std::string::npos);
+  EXPECT_NE(TensorFromProto(negative, {}).status().message().find("negative"), std::string::npos);
 
   onnx::TensorProto short_raw;
   short_raw.set_data_type(onnx::TensorProto::DOUBLE);
@@ -145,8 +143,8 @@ TEST_F(ExternalDataTest, MapsRangesInsideTheFolder) {
 
 TEST_F(ExternalDataTest, RefusesEveryEscapeAndBadFile) {
   const std::vector<std::string> refused = {"/etc/passwd", "../secret.bin", "sub/../../secret.bin",
-                                            "link.bin", "up/secret.bin", "sub", "fifo",
-                                            "missing.bin", ""};
+                                            "link.bin",    "up/secret.bin", "sub",
+                                            "fifo",        "missing.bin",   ""};
   for (const std::string& location : refused) {
     auto r = MapExternalData(dir(), location, 0, std::nullopt);
     EXPECT_FALSE(r.ok()) << location;

@@ -37,7 +37,8 @@ TEST(SessionTest, IdentityOutputSharesTheFedBuffer) {
     Session s = Session::CreateFromProto(m, "", options).value();
     std::vector<float> big(1 << 20, 1.5f);
     Value x = Value::MakeTensor(ElementType::kFloat, {1 << 20},
-                                Buffer::Borrow(big.data(), big.size() * 4)).value();
+                                Buffer::Borrow(big.data(), big.size() * 4))
+                  .value();
     auto out = s.Run({x}).value();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_TRUE(out[0].SharesStorageWith(x)) << eliminate;
@@ -50,14 +51,18 @@ TEST(SessionTest, ErrorNamesNodeInputAndRule) {
   std::string e = ErrorOf(IdentityChain(seq, 13));
   EXPECT_NE(e.find("node 'id0' (Identity-13): input 'x' is seq(tensor(float)); Identity-13 "
                    "accepts tensors only (sequences need opset >= 14)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   auto opt = OptionalTypeProto(TensorTypeProto(ElementType::kFloat, {}));
   e = ErrorOf(IdentityChain(opt, 15));
   EXPECT_NE(e.find("Identity-14 accepts tensors and sequences only (optionals need opset >= 16)"),
-            std::string::npos) << e;
+            std::string::npos)
+      << e;
   e = ErrorOf(IdentityChain(TensorTypeProto(ElementType::kBfloat16, {}), 12));
   EXPECT_NE(e.find("Identity-1 does not accept tensor(bfloat16) (tensor(bfloat16) needs opset >= "
-                   "13)"), std::string::npos) << e;
+                   "13)"),
+            std::string::npos)
+      << e;
   e = ErrorOf(IdentityChain(TensorTypeProto(ElementType::kFloat8E4M3FN, {}), 18));
   EXPECT_NE(e.find("needs opset >= 19"), std::string::npos) << e;
   auto seq_bf16 = SequenceTypeProto(TensorTypeProto(ElementType::kBfloat16, {}));
@@ -118,7 +123,8 @@ TEST(SessionTest, FeedsAreCheckedWithNames) {
   EXPECT_NE(wrong_shape.status().message().find("input 'x'"), std::string::npos);
   EXPECT_NE(wrong_shape.status().message().find("float[2,3]"), std::string::npos);
   auto i32 = Value::MakeTensor(ElementType::kInt32, {2, 3},
-                               Buffer::CopyOf(std::vector<std::byte>(24)).value()).value();
+                               Buffer::CopyOf(std::vector<std::byte>(24)).value())
+                 .value();
   EXPECT_NE(s.Run({i32}).status().message().find("got tensor(int32)"), std::string::npos);
   auto seq = Value::MakeSequence(ElementType::kFloat, {}).value();
   EXPECT_NE(s.Run({seq}).status().message().find("got seq(tensor(float))"), std::string::npos);
@@ -166,8 +172,7 @@ TEST(SessionTest, RunIntoCopiesIntoCallerMemoryAndRefusesWhatItCannotCopy) {
 TEST(SessionTest, EmptyOptionalPassesThroughWithItsType) {
   auto opt = OptionalTypeProto(SequenceTypeProto(TensorTypeProto(ElementType::kInt64, {})));
   Session s = Session::CreateFromProto(IdentityChain(opt, 16, 3)).value();
-  Value empty =
-      Value::MakeEmptyOptional(Type::Sequence(Type::Tensor(ElementType::kInt64))).value();
+  Value empty = Value::MakeEmptyOptional(Type::Sequence(Type::Tensor(ElementType::kInt64))).value();
   auto out = s.Run({empty}).value();
   EXPECT_FALSE(out[0].optional().has_value());
   EXPECT_EQ(out[0].type().ToString(), "optional(seq(tensor(int64)))");
@@ -200,7 +205,8 @@ TEST(ConcurrencyTest, ManyThreadsOneSession) {
         auto out = s.Run({x});
         if (!out.ok() || DescribeDifference(x, (*out)[0])) ++failures;
         Value str = Value::MakeOptional(
-            Value::MakeStringTensor({1}, {std::to_string(t * 100000 + i)}).value()).value();
+                        Value::MakeStringTensor({1}, {std::to_string(t * 100000 + i)}).value())
+                        .value();
         Value in = (i % 3 == 0)
                        ? Value::MakeEmptyOptional(Type::Tensor(ElementType::kString)).value()
                        : str;

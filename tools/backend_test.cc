@@ -1,6 +1,7 @@
 #include "tools/backend_test.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "src/onnx/model_loader.h"
 #include "src/onnx/proto_convert.h"
@@ -85,9 +84,14 @@ CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
   auto session = Session::Create(folder + "/model.onnx", options);
   if (!session.ok()) {
     const bool unsupported = session.status().code() == StatusCode::kUnsupported;
-    result.outcome = unsupported && skip_unsupported ? CaseResult::Outcome::kSkip
-                                                     : CaseResult::Outcome::kFail;
+    result.outcome =
+        unsupported && skip_unsupported ? CaseResult::Outcome::kSkip : CaseResult::Outcome::kFail;
     result.reason = session.status().message();
+    // Report skips as "unsupported Op-version, ..." without the file prefix.
+    constexpr std::string_view kMarker = "unsupported operators: ";
+    if (const size_t at = result.reason.find(kMarker); unsupported && at != std::string::npos) {
+      result.reason = "unsupported " + result.reason.substr(at + kMarker.size());
+    }
     return result;
   }
   std::vector<std::string> data_sets;
@@ -122,8 +126,8 @@ CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
     }
     for (size_t k = 0; k < expected->size(); ++k) {
       if (auto why = DescribeDifference((*expected)[k], (*actual)[k])) {
-        result.reason = fmt::format("{}: output '{}': {}", set_name, session->outputs()[k].name,
-                                    *why);
+        result.reason =
+            fmt::format("{}: output '{}': {}", set_name, session->outputs()[k].name, *why);
         return result;
       }
     }
@@ -135,8 +139,8 @@ CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
 Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string temp = (dir / fmt::format(".{}.tmp-{}-XXXXXX", target.filename().string(),
-                                        getpid())).string();
+  std::string temp =
+      (dir / fmt::format(".{}.tmp-{}-XXXXXX", target.filename().string(), getpid())).string();
   int fd = mkstemp(temp.data());
   if (fd < 0) {
     return Status(StatusCode::kIoError,

@@ -1,13 +1,12 @@
 // The `idem` command line: run, test, check and info over the idem library.
 //
 // Exit codes: 0 success, 1 an error or a failed test (one `error:` line on stderr), 2 usage.
-#include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
-
-#include <fmt/format.h>
 
 #include "idem/idem.h"
 #include "src/onnx/proto_convert.h"
@@ -94,8 +93,8 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
     bool fed = false;
     for (const auto& f : feeds) fed |= f.name == v.name;
     if (!fed) {
-      return Fail(fmt::format("{}: input '{}' ({}) is not fed; use --input {}=FILE", model,
-                              v.name, v.type.ToShortString(), v.name));
+      return Fail(fmt::format("{}: input '{}' ({}) is not fed; use --input {}=FILE", model, v.name,
+                              v.type.ToShortString(), v.name));
     }
   }
   auto outputs = session->RunNamed(feeds);
@@ -129,7 +128,8 @@ int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quie
   for (const std::string& path : paths) {
     auto cases = idem::tools::FindCaseFolders(path);
     if (!cases.ok()) return Fail(cases.status().message());
-    if (cases->empty()) return Fail(fmt::format("{}: no test cases (folders with model.onnx)", path));
+    if (cases->empty())
+      return Fail(fmt::format("{}: no test cases (folders with model.onnx)", path));
     for (const std::string& folder : *cases) {
       CaseResult r = idem::tools::RunBackendCase(folder, skip_unsupported);
       switch (r.outcome) {
@@ -186,8 +186,9 @@ int main(int argc, char** argv) {
   CLI::App* run = app.add_subcommand("run", "Run a model and print its outputs");
   run->add_option("MODEL", model, "model.onnx, or a backend-test folder (feeds test_data_set_0)")
       ->required();
-  run->add_option("--input,-i", inputs, "NAME=FILE: a .pb (message chosen by the declared type) "
-                                        "or a .npy tensor; repeatable");
+  run->add_option("--input,-i", inputs,
+                  "NAME=FILE: a .pb (message chosen by the declared type) "
+                  "or a .npy tensor; repeatable");
   run->add_option("--output-dir,-o", output_dir,
                   "write output_K.pb files (backend test-data format) here");
 

@@ -1,11 +1,11 @@
 #include "tools/npy.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <regex>
-
-#include <fmt/format.h>
 
 #include "src/onnx/model_loader.h"
 
@@ -103,8 +103,8 @@ Result<Value> ReadNpy(const std::string& path) {
     if (code != d.code) continue;
     auto needed = PackedByteSize(d.type, count);
     if (!needed || *needed != available) {
-      return bad(fmt::format("payload holds {} bytes, shape needs {}", available,
-                             needed ? *needed : 0));
+      return bad(
+          fmt::format("payload holds {} bytes, shape needs {}", available, needed ? *needed : 0));
     }
     auto owner = std::make_shared<std::string>(std::move(bytes));
     return Value::MakeTensor(d.type, std::move(shape),

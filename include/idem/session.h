@@ -33,13 +33,13 @@ namespace idem {
 // Bounds that keep hostile models from costing more than their size justifies. Every count and
 // byte size is checked with overflow-safe arithmetic before anything is allocated.
 struct Limits {
-  uint64_t max_model_bytes = uint64_t{2} << 30;          // model file / buffer size (protobuf max)
-  uint64_t max_tensor_bytes = uint64_t{64} << 30;        // one tensor's payload (incl. external)
-  uint64_t max_elements = uint64_t{1} << 40;             // elements of one tensor
-  int max_type_depth = 8;                                // nesting of seq/optional in a type
-  uint64_t max_nodes = 1'000'000;                        // nodes in the graph
-  uint64_t max_values = 4'000'000;                       // named values in the graph
-  uint64_t max_sequence_length = uint64_t{1} << 24;      // tensors in one sequence
+  uint64_t max_model_bytes = uint64_t{2} << 30;      // model file / buffer size (protobuf max)
+  uint64_t max_tensor_bytes = uint64_t{64} << 30;    // one tensor's payload (incl. external)
+  uint64_t max_elements = uint64_t{1} << 40;         // elements of one tensor
+  int max_type_depth = 8;                            // nesting of seq/optional in a type
+  uint64_t max_nodes = 1'000'000;                    // nodes in the graph
+  uint64_t max_values = 4'000'000;                   // named values in the graph
+  uint64_t max_sequence_length = uint64_t{1} << 24;  // tensors in one sequence
 };
 
 struct SessionOptions {

@@ -57,7 +57,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : state_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(state_).ok() && "Result built from an OK status");
   }
@@ -97,9 +97,9 @@ Status MakeError(StatusCode code, std::string message);
 #define IDEM_CONCAT_(a, b) IDEM_CONCAT_INNER_(a, b)
 #define IDEM_ASSIGN_OR_RETURN(lhs, expr) \
   IDEM_ASSIGN_OR_RETURN_IMPL_(IDEM_CONCAT_(idem_result_, __LINE__), lhs, expr)
-#define IDEM_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)      \
-  auto tmp = (expr);                                     \
-  if (!tmp.ok()) return std::move(tmp).take_status();    \
+#define IDEM_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr)   \
+  auto tmp = (expr);                                  \
+  if (!tmp.ok()) return std::move(tmp).take_status(); \
   lhs = std::move(tmp).value()
 
 #endif  // IDEM_STATUS_H_

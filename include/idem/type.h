@@ -28,7 +28,8 @@ class Type {
   // tensor(undefined) without shape; a placeholder only.
   Type();
 
-  static Type Tensor(ElementType element_type, std::optional<std::vector<Dim>> shape = std::nullopt);
+  static Type Tensor(ElementType element_type,
+                     std::optional<std::vector<Dim>> shape = std::nullopt);
   static Type Sequence(Type element);
   static Type Optional(Type element);
 

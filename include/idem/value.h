@@ -51,9 +51,10 @@ class Tensor {
 class Sequence {
  public:
   ElementType element_type() const { return element_type_; }
-  size_t size() const { return tensors_.size(); }
-  const Value& at(size_t index) const { return tensors_[index]; }
-  std::span<const Value> values() const { return tensors_; }
+  size_t size() const;
+  // size(), at() and values() are defined after Value: they need it complete (clang insists).
+  const Value& at(size_t index) const;
+  std::span<const Value> values() const;
 
  private:
   friend class Value;
@@ -113,6 +114,10 @@ class Value {
   explicit Value(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
   std::shared_ptr<const Node> node_;
 };
+
+inline size_t Sequence::size() const { return tensors_.size(); }
+inline const Value& Sequence::at(size_t index) const { return tensors_[index]; }
+inline std::span<const Value> Sequence::values() const { return tensors_; }
 
 // Compares exactly: kind, element type, shape, sequence length, optional presence and bits (a NaN
 // equals only a NaN with the same bits; -0.0 differs from 0.0; padding bits of 4- and 2-bit types

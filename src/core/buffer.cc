@@ -1,5 +1,6 @@
 #include "idem/buffer.h"
 
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,13 +9,13 @@
 #include <cstring>
 #include <new>
 
-#include <fmt/format.h>
-
 namespace idem {
 namespace {
 
 struct AlignedDeleter {
-  void operator()(std::byte* p) const { ::operator delete[](p, std::align_val_t{Buffer::kAlignment}); }
+  void operator()(std::byte* p) const {
+    ::operator delete[](p, std::align_val_t{Buffer::kAlignment});
+  }
 };
 
 // Owns one mmap'ed region; unmaps on destruction.
@@ -36,11 +37,10 @@ Result<Buffer> Buffer::Allocate(size_t size, std::byte** writable) {
     *writable = nullptr;
     return Buffer();
   }
-  auto* raw = static_cast<std::byte*>(
-      ::operator new[](size, std::align_val_t{kAlignment}, std::nothrow));
+  auto* raw =
+      static_cast<std::byte*>(::operator new[](size, std::align_val_t{kAlignment}, std::nothrow));
   if (raw == nullptr) {
-    return Status(StatusCode::kResourceExhausted,
-                  fmt::format("cannot allocate {} bytes", size));
+    return Status(StatusCode::kResourceExhausted, fmt::format("cannot allocate {} bytes", size));
   }
   std::memset(raw, 0, size);
   std::shared_ptr<std::byte> owner(raw, AlignedDeleter{});
@@ -82,8 +82,8 @@ Result<Buffer> Buffer::MapFile(int fd, uint64_t offset, uint64_t length, const s
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const uint64_t aligned_offset = offset - offset % page;
   const uint64_t map_length = length + (offset - aligned_offset);
-  void* base = mmap(nullptr, map_length, PROT_READ, MAP_PRIVATE, fd,
-                    static_cast<off_t>(aligned_offset));
+  void* base =
+      mmap(nullptr, map_length, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(aligned_offset));
   if (base == MAP_FAILED) {
     return Status(StatusCode::kIoError, fmt::format("{}: mmap failed: {}", name, strerror(errno)));
   }

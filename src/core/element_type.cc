@@ -13,13 +13,13 @@ struct ElementInfo {
 
 // Indexed by TensorProto.DataType code.
 constexpr std::array<ElementInfo, kMaxElementTypeCode + 1> kInfo = {{
-    {"undefined", 0},   {"float", 32},        {"uint8", 8},         {"int8", 8},
-    {"uint16", 16},     {"int16", 16},        {"int32", 32},        {"int64", 64},
-    {"string", 0},      {"bool", 8},          {"float16", 16},      {"double", 64},
-    {"uint32", 32},     {"uint64", 64},       {"complex64", 64},    {"complex128", 128},
-    {"bfloat16", 16},   {"float8e4m3fn", 8},  {"float8e4m3fnuz", 8}, {"float8e5m2", 8},
-    {"float8e5m2fnuz", 8}, {"uint4", 4},      {"int4", 4},          {"float4e2m1", 4},
-    {"float8e8m0", 8},  {"uint2", 2},         {"int2", 2},
+    {"undefined", 0},      {"float", 32},       {"uint8", 8},          {"int8", 8},
+    {"uint16", 16},        {"int16", 16},       {"int32", 32},         {"int64", 64},
+    {"string", 0},         {"bool", 8},         {"float16", 16},       {"double", 64},
+    {"uint32", 32},        {"uint64", 64},      {"complex64", 64},     {"complex128", 128},
+    {"bfloat16", 16},      {"float8e4m3fn", 8}, {"float8e4m3fnuz", 8}, {"float8e5m2", 8},
+    {"float8e5m2fnuz", 8}, {"uint4", 4},        {"int4", 4},           {"float4e2m1", 4},
+    {"float8e8m0", 8},     {"uint2", 2},        {"int2", 2},
 }};
 
 }  // namespace

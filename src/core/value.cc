@@ -1,11 +1,11 @@
 #include "idem/value.h"
 
+#include <fmt/format.h>
+
 #include <bit>
 #include <cstring>
 #include <limits>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace idem {
 
@@ -57,12 +57,13 @@ Result<Value> Value::MakeTensor(ElementType type, std::vector<int64_t> shape, Bu
   return Value(std::move(node));
 }
 
-Result<Value> Value::MakeStringTensor(std::vector<int64_t> shape, std::vector<std::string> strings) {
+Result<Value> Value::MakeStringTensor(std::vector<int64_t> shape,
+                                      std::vector<std::string> strings) {
   IDEM_ASSIGN_OR_RETURN(int64_t count, CheckedElementCount(shape));
   if (static_cast<uint64_t>(count) != strings.size()) {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("tensor(string) with {} elements got {} strings", count,
-                              strings.size()));
+    return Status(
+        StatusCode::kInvalidArgument,
+        fmt::format("tensor(string) with {} elements got {} strings", count, strings.size()));
   }
   auto node = std::make_shared<Node>();
   Tensor& t = node->payload.emplace<Tensor>();
@@ -122,9 +123,12 @@ Result<Value> Value::MakeEmptyOptional(Type element_type) {
 
 ValueKind Value::kind() const {
   switch (node_->payload.index()) {
-    case 0: return ValueKind::kTensor;
-    case 1: return ValueKind::kSequence;
-    default: return ValueKind::kOptional;
+    case 0:
+      return ValueKind::kTensor;
+    case 1:
+      return ValueKind::kSequence;
+    default:
+      return ValueKind::kOptional;
   }
 }
 
@@ -165,8 +169,8 @@ std::string DescribeTensorDifference(const Tensor& e, const Tensor& a) {
   if (e.element_type() == ElementType::kString) {
     for (size_t i = 0; i < e.strings().size(); ++i) {
       if (e.strings()[i] != a.strings()[i]) {
-        return fmt::format("element {}: strings differ ({} vs {} bytes)", i,
-                           e.strings()[i].size(), a.strings()[i].size());
+        return fmt::format("element {}: strings differ ({} vs {} bytes)", i, e.strings()[i].size(),
+                           a.strings()[i].size());
       }
     }
     return {};
@@ -303,20 +307,32 @@ T Load(const std::byte* p) {
 std::string FormatElement(const Tensor& t, int64_t i) {
   const std::byte* p = t.data().data();
   switch (t.element_type()) {
-    case ElementType::kFloat: return fmt::format("{}", Load<float>(p + 4 * i));
-    case ElementType::kDouble: return fmt::format("{}", Load<double>(p + 8 * i));
-    case ElementType::kFloat16: return fmt::format("{}", HalfToFloat(Load<uint16_t>(p + 2 * i)));
+    case ElementType::kFloat:
+      return fmt::format("{}", Load<float>(p + 4 * i));
+    case ElementType::kDouble:
+      return fmt::format("{}", Load<double>(p + 8 * i));
+    case ElementType::kFloat16:
+      return fmt::format("{}", HalfToFloat(Load<uint16_t>(p + 2 * i)));
     case ElementType::kBfloat16:
       return fmt::format("{}", std::bit_cast<float>(uint32_t{Load<uint16_t>(p + 2 * i)} << 16));
-    case ElementType::kUint8: return fmt::format("{}", Load<uint8_t>(p + i));
-    case ElementType::kInt8: return fmt::format("{}", Load<int8_t>(p + i));
-    case ElementType::kUint16: return fmt::format("{}", Load<uint16_t>(p + 2 * i));
-    case ElementType::kInt16: return fmt::format("{}", Load<int16_t>(p + 2 * i));
-    case ElementType::kUint32: return fmt::format("{}", Load<uint32_t>(p + 4 * i));
-    case ElementType::kInt32: return fmt::format("{}", Load<int32_t>(p + 4 * i));
-    case ElementType::kUint64: return fmt::format("{}", Load<uint64_t>(p + 8 * i));
-    case ElementType::kInt64: return fmt::format("{}", Load<int64_t>(p + 8 * i));
-    case ElementType::kBool: return Load<uint8_t>(p + i) ? "true" : "false";
+    case ElementType::kUint8:
+      return fmt::format("{}", Load<uint8_t>(p + i));
+    case ElementType::kInt8:
+      return fmt::format("{}", Load<int8_t>(p + i));
+    case ElementType::kUint16:
+      return fmt::format("{}", Load<uint16_t>(p + 2 * i));
+    case ElementType::kInt16:
+      return fmt::format("{}", Load<int16_t>(p + 2 * i));
+    case ElementType::kUint32:
+      return fmt::format("{}", Load<uint32_t>(p + 4 * i));
+    case ElementType::kInt32:
+      return fmt::format("{}", Load<int32_t>(p + 4 * i));
+    case ElementType::kUint64:
+      return fmt::format("{}", Load<uint64_t>(p + 8 * i));
+    case ElementType::kInt64:
+      return fmt::format("{}", Load<int64_t>(p + 8 * i));
+    case ElementType::kBool:
+      return Load<uint8_t>(p + i) ? "true" : "false";
     case ElementType::kComplex64:
       return fmt::format("({}{:+}j)", Load<float>(p + 8 * i), Load<float>(p + 8 * i + 4));
     case ElementType::kComplex128:
@@ -338,8 +354,9 @@ std::string FormatElement(const Tensor& t, int64_t i) {
     case ElementType::kInt2: {
       const int bits = ElementBits(t.element_type());
       const int per_byte = 8 / bits;
-      const unsigned raw = (std::to_integer<unsigned>(p[i / per_byte]) >>
-                            (static_cast<int>(i % per_byte) * bits)) & ((1u << bits) - 1);
+      const unsigned raw =
+          (std::to_integer<unsigned>(p[i / per_byte]) >> (static_cast<int>(i % per_byte) * bits)) &
+          ((1u << bits) - 1);
       const bool is_signed =
           t.element_type() == ElementType::kInt4 || t.element_type() == ElementType::kInt2;
       const int value = is_signed && (raw >> (bits - 1)) ? static_cast<int>(raw) - (1 << bits)
@@ -403,7 +420,8 @@ std::string FormatValue(const Value& value, size_t max_elements) {
     }
     case ValueKind::kOptional:
       return value.optional().has_value()
-                 ? fmt::format("optional{{{}}}", FormatValue(value.optional().value(), max_elements))
+                 ? fmt::format("optional{{{}}}",
+                               FormatValue(value.optional().value(), max_elements))
                  : std::string("optional{empty}");
   }
   return "?";

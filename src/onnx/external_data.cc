@@ -1,14 +1,13 @@
 #include "src/onnx/external_data.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace idem {
 namespace {
@@ -28,8 +27,7 @@ class Fd {
 };
 
 Status Refuse(const std::string& location, const std::string& why) {
-  return Status(StatusCode::kInvalidModel,
-                fmt::format("external data '{}': {}", location, why));
+  return Status(StatusCode::kInvalidModel, fmt::format("external data '{}': {}", location, why));
 }
 
 }  // namespace
@@ -63,20 +61,20 @@ Result<Buffer> MapExternalData(const std::string& base_dir, const std::string& l
   }
   auto current = std::make_unique<Fd>(dir);
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
-    int next = openat(current->get(), parts[i].c_str(),
-                      O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int next =
+        openat(current->get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0) {
       if (errno == ELOOP || errno == ENOTDIR) {
         return Refuse(location, fmt::format("'{}' is a symlink or not a folder", parts[i]));
       }
-      return Refuse(location, fmt::format("cannot open folder '{}': {}", parts[i],
-                                          strerror(errno)));
+      return Refuse(location,
+                    fmt::format("cannot open folder '{}': {}", parts[i], strerror(errno)));
     }
     current = std::make_unique<Fd>(next);
   }
   // O_NONBLOCK: opening a FIFO must not wait for a writer.
-  int file = openat(current->get(), parts.back().c_str(),
-                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  int file =
+      openat(current->get(), parts.back().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (file < 0) {
     if (errno == ELOOP) return Refuse(location, "the file is a symlink");
     if (errno == ENOENT) {
@@ -93,13 +91,15 @@ Result<Buffer> MapExternalData(const std::string& base_dir, const std::string& l
   if (offset > file_size) {
     return Status(StatusCode::kOutOfRange,
                   fmt::format("external data '{}': offset {} is past the end of the file ({} "
-                              "bytes)", location, offset, file_size));
+                              "bytes)",
+                              location, offset, file_size));
   }
   const uint64_t size = length ? *length : file_size - offset;
   if (size > file_size - offset) {
     return Status(StatusCode::kOutOfRange,
                   fmt::format("external data '{}': offset {} + length {} is past the end of the "
-                              "file ({} bytes)", location, offset, size, file_size));
+                              "file ({} bytes)",
+                              location, offset, size, file_size));
   }
   auto mapped = Buffer::MapFile(fd.get(), offset, size, location);
   if (!mapped.ok()) {

@@ -1,16 +1,14 @@
 #include "src/onnx/model_loader.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <onnx/onnx_pb.h>
 
 #include <cerrno>
 #include <cstring>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "src/onnx/proto_convert.h"
 
@@ -35,9 +33,18 @@ Result<Attribute> ConvertAttribute(onnx::AttributeProto& p, const LoadContext& c
   Attribute a;
   a.name = p.name();
   switch (p.type()) {
-    case onnx::AttributeProto::INT: a.kind = Attribute::Kind::kInt; a.i = p.i(); break;
-    case onnx::AttributeProto::FLOAT: a.kind = Attribute::Kind::kFloat; a.f = p.f(); break;
-    case onnx::AttributeProto::STRING: a.kind = Attribute::Kind::kString; a.s = p.s(); break;
+    case onnx::AttributeProto::INT:
+      a.kind = Attribute::Kind::kInt;
+      a.i = p.i();
+      break;
+    case onnx::AttributeProto::FLOAT:
+      a.kind = Attribute::Kind::kFloat;
+      a.f = p.f();
+      break;
+    case onnx::AttributeProto::STRING:
+      a.kind = Attribute::Kind::kString;
+      a.s = p.s();
+      break;
     case onnx::AttributeProto::INTS:
       a.kind = Attribute::Kind::kInts;
       a.ints.assign(p.ints().begin(), p.ints().end());
@@ -95,9 +102,9 @@ Result<std::string> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     status = Status(StatusCode::kIoError, fmt::format("{}: not a regular file", path));
   } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    status = Status(StatusCode::kResourceExhausted,
-                    fmt::format("{}: {} bytes exceed the limit of {} bytes", path, st.st_size,
-                                max_bytes));
+    status = Status(
+        StatusCode::kResourceExhausted,
+        fmt::format("{}: {} bytes exceed the limit of {} bytes", path, st.st_size, max_bytes));
   } else {
     bytes.resize(static_cast<size_t>(st.st_size));
     size_t done = 0;
@@ -137,7 +144,8 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
     if (it->second < 1 || it->second > kMaxDefaultOpset) {
       return Status(StatusCode::kUnsupported,
                     fmt::format("default-domain opset {} is not supported (idem supports 1 to {}, "
-                                "the newest ONNX defines)", it->second, kMaxDefaultOpset));
+                                "the newest ONNX defines)",
+                                it->second, kMaxDefaultOpset));
     }
   }
   if (!model.has_graph()) return Bad("model has no graph");
@@ -174,8 +182,7 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
     if (p.name().empty()) return Bad("an initializer has no name");
     auto value = TensorFromProto(p, context);
     if (!value.ok()) {
-      return std::move(value).take_status().WithContext(
-          fmt::format("initializer '{}'", p.name()));
+      return std::move(value).take_status().WithContext(fmt::format("initializer '{}'", p.name()));
     }
     graph.initializers.push_back({p.name(), std::move(value).value()});
   }
@@ -191,9 +198,8 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
     for (auto& attribute : *p.mutable_attribute()) {
       auto converted = ConvertAttribute(attribute, context);
       if (!converted.ok()) {
-        return std::move(converted).take_status().WithContext(
-            fmt::format("{}: attribute '{}'", node.Label(static_cast<size_t>(n)),
-                        attribute.name()));
+        return std::move(converted).take_status().WithContext(fmt::format(
+            "{}: attribute '{}'", node.Label(static_cast<size_t>(n)), attribute.name()));
       }
       node.attributes.push_back(std::move(converted).value());
     }
@@ -213,8 +219,10 @@ Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std:
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Bad(fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated "
-                           "or not a ModelProto)", bytes.size()));
+    return Bad(
+        fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated "
+                    "or not a ModelProto)",
+                    bytes.size()));
   }
   return LoadGraphFromProto(model, base_dir, limits);
 }
@@ -222,8 +230,8 @@ Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std:
 Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits) {
   auto bytes = ReadFileBytes(path, limits.max_model_bytes);
   if (!bytes.ok()) return std::move(bytes).take_status();
-  auto graph = LoadGraphFromBytes(std::as_bytes(std::span(bytes.value())), DirectoryOf(path),
-                                  limits);
+  auto graph =
+      LoadGraphFromBytes(std::as_bytes(std::span(bytes.value())), DirectoryOf(path), limits);
   if (!graph.ok()) return std::move(graph).take_status().WithContext(path);
   graph->source = path;
   return graph;

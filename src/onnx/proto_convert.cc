@@ -1,13 +1,12 @@
 #include "src/onnx/proto_convert.h"
 
+#include <fmt/format.h>
 #include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
 #include <limits>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "src/onnx/external_data.h"
 
@@ -22,25 +21,37 @@ enum class Field { kFloat, kDouble, kInt32, kInt64, kUint64, kString };
 Field FieldFor(ElementType t) {
   switch (t) {
     case ElementType::kFloat:
-    case ElementType::kComplex64: return Field::kFloat;
+    case ElementType::kComplex64:
+      return Field::kFloat;
     case ElementType::kDouble:
-    case ElementType::kComplex128: return Field::kDouble;
-    case ElementType::kInt64: return Field::kInt64;
+    case ElementType::kComplex128:
+      return Field::kDouble;
+    case ElementType::kInt64:
+      return Field::kInt64;
     case ElementType::kUint32:
-    case ElementType::kUint64: return Field::kUint64;
-    case ElementType::kString: return Field::kString;
-    default: return Field::kInt32;  // int8..int32, uint8/16, bool, 16-bit floats, float8, 4/2-bit
+    case ElementType::kUint64:
+      return Field::kUint64;
+    case ElementType::kString:
+      return Field::kString;
+    default:
+      return Field::kInt32;  // int8..int32, uint8/16, bool, 16-bit floats, float8, 4/2-bit
   }
 }
 
 std::string_view FieldName(Field f) {
   switch (f) {
-    case Field::kFloat: return "float_data";
-    case Field::kDouble: return "double_data";
-    case Field::kInt32: return "int32_data";
-    case Field::kInt64: return "int64_data";
-    case Field::kUint64: return "uint64_data";
-    case Field::kString: return "string_data";
+    case Field::kFloat:
+      return "float_data";
+    case Field::kDouble:
+      return "double_data";
+    case Field::kInt32:
+      return "int32_data";
+    case Field::kInt64:
+      return "int64_data";
+    case Field::kUint64:
+      return "uint64_data";
+    case Field::kString:
+      return "string_data";
   }
   return "?";
 }
@@ -92,12 +103,23 @@ Result<Value> TensorFromTypedField(onnx::TensorProto& p, ElementType type,
   const uint64_t entries = bits < 8 ? bytes : (complex ? count * 2 : count);
   uint64_t have = 0;
   switch (field) {
-    case Field::kFloat: have = static_cast<uint64_t>(p.float_data_size()); break;
-    case Field::kDouble: have = static_cast<uint64_t>(p.double_data_size()); break;
-    case Field::kInt32: have = static_cast<uint64_t>(p.int32_data_size()); break;
-    case Field::kInt64: have = static_cast<uint64_t>(p.int64_data_size()); break;
-    case Field::kUint64: have = static_cast<uint64_t>(p.uint64_data_size()); break;
-    case Field::kString: break;
+    case Field::kFloat:
+      have = static_cast<uint64_t>(p.float_data_size());
+      break;
+    case Field::kDouble:
+      have = static_cast<uint64_t>(p.double_data_size());
+      break;
+    case Field::kInt32:
+      have = static_cast<uint64_t>(p.int32_data_size());
+      break;
+    case Field::kInt64:
+      have = static_cast<uint64_t>(p.int64_data_size());
+      break;
+    case Field::kUint64:
+      have = static_cast<uint64_t>(p.uint64_data_size());
+      break;
+    case Field::kString:
+      break;
   }
   if (have != entries) {
     if (have == 0 && entries != 0) {
@@ -110,9 +132,15 @@ Result<Value> TensorFromTypedField(onnx::TensorProto& p, ElementType type,
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, &out));
   switch (field) {
-    case Field::kFloat: Narrow<float>(p.float_data(), out); break;
-    case Field::kDouble: Narrow<double>(p.double_data(), out); break;
-    case Field::kInt64: Narrow<int64_t>(p.int64_data(), out); break;
+    case Field::kFloat:
+      Narrow<float>(p.float_data(), out);
+      break;
+    case Field::kDouble:
+      Narrow<double>(p.double_data(), out);
+      break;
+    case Field::kInt64:
+      Narrow<int64_t>(p.int64_data(), out);
+      break;
     case Field::kUint64:
       if (type == ElementType::kUint32) {
         Narrow<uint32_t>(p.uint64_data(), out);
@@ -129,7 +157,8 @@ Result<Value> TensorFromTypedField(onnx::TensorProto& p, ElementType type,
         Narrow<uint8_t>(p.int32_data(), out);
       }
       break;
-    case Field::kString: break;
+    case Field::kString:
+      break;
   }
   return Value::MakeTensor(type, std::move(dims), std::move(buffer));
 }
@@ -146,8 +175,8 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
   auto parse_number = [&](const std::string& key, const std::string& text) -> Result<uint64_t> {
     if (text.empty() || text.size() > 20 ||
         text.find_first_not_of("0123456789") != std::string::npos) {
-      return Bad(fmt::format("{}: external data {} '{}' is not a non-negative integer", label, key,
-                             text));
+      return Bad(
+          fmt::format("{}: external data {} '{}' is not a non-negative integer", label, key, text));
     }
     errno = 0;
     const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
@@ -165,8 +194,10 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
   }
   if (location.empty()) return Bad(fmt::format("{}: external data without a location", label));
   if (length && *length != bytes) {
-    return Bad(fmt::format("{}: external data '{}' length {} does not match the {} bytes the "
-                           "dims need", label, location, *length, bytes));
+    return Bad(
+        fmt::format("{}: external data '{}' length {} does not match the {} bytes the "
+                    "dims need",
+                    label, location, *length, bytes));
   }
   if (bytes > context.limits.max_tensor_bytes) {
     return Status(StatusCode::kResourceExhausted,
@@ -196,8 +227,8 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context) 
   for (int64_t d : dims) {
     if (d < 0) return Bad(fmt::format("{}: negative dim {}", label, d));
     if (d != 0 && count > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
-      return Bad(fmt::format("{}: the product of dims [{}] overflows", label,
-                             fmt::join(dims, ",")));
+      return Bad(
+          fmt::format("{}: the product of dims [{}] overflows", label, fmt::join(dims, ",")));
     }
     count *= static_cast<uint64_t>(d);
   }
@@ -240,8 +271,7 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context) 
     p.clear_raw_data();
     const void* data = owner->data();
     const size_t size = owner->size();
-    return Value::MakeTensor(type, std::move(dims),
-                             Buffer::Shared(std::move(owner), data, size));
+    return Value::MakeTensor(type, std::move(dims), Buffer::Shared(std::move(owner), data, size));
   }
   return TensorFromTypedField(p, type, std::move(dims), count, bytes, label);
 }
@@ -252,9 +282,9 @@ Result<Type> TypeFromProto(const onnx::TypeProto& proto, const Limits& limits) {
   const onnx::TypeProto* current = &proto;
   while (true) {
     if (static_cast<int>(wrappers.size()) + 1 > limits.max_type_depth) {
-      return Status(StatusCode::kResourceExhausted,
-                    fmt::format("type nesting deeper than max_type_depth {}",
-                                limits.max_type_depth));
+      return Status(
+          StatusCode::kResourceExhausted,
+          fmt::format("type nesting deeper than max_type_depth {}", limits.max_type_depth));
     }
     switch (current->value_case()) {
       case onnx::TypeProto::kTensorType: {
@@ -323,8 +353,8 @@ Result<Value> SequenceFromProto(onnx::SequenceProto& p, const Type& declared,
                   fmt::format("sequence of {} tensors exceeds max_sequence_length {}",
                               p.tensor_values_size(), context.limits.max_sequence_length));
   }
-  ElementType et = declared.is_sequence() ? declared.element().element_type()
-                                          : ElementType::kUndefined;
+  ElementType et =
+      declared.is_sequence() ? declared.element().element_type() : ElementType::kUndefined;
   std::vector<Value> tensors;
   tensors.reserve(static_cast<size_t>(p.tensor_values_size()));
   for (int i = 0; i < p.tensor_values_size(); ++i) {
@@ -347,8 +377,8 @@ Result<Value> OptionalFromProto(onnx::OptionalProto& p, const Type& declared,
     return Value::MakeOptional(std::move(t));
   }
   if (p.has_sequence_value()) {
-    IDEM_ASSIGN_OR_RETURN(Value s, SequenceFromProto(*p.mutable_sequence_value(), element,
-                                                     context));
+    IDEM_ASSIGN_OR_RETURN(Value s,
+                          SequenceFromProto(*p.mutable_sequence_value(), element, context));
     return Value::MakeOptional(std::move(s));
   }
   if (p.has_optional_value() || p.has_map_value() || p.has_sparse_tensor_value()) {
@@ -450,9 +480,9 @@ Result<std::string> ValueToProtoBytes(const Value& value, const std::string& nam
     }
   }
   if (!ok) {
-    return Status(StatusCode::kResourceExhausted,
-                  fmt::format("output '{}' is too large to serialize as protobuf (2 GiB limit)",
-                              name));
+    return Status(
+        StatusCode::kResourceExhausted,
+        fmt::format("output '{}' is too large to serialize as protobuf (2 GiB limit)", name));
   }
   return out;
 }

@@ -1,10 +1,10 @@
 #include "src/runtime/plan.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace idem {
 namespace {
@@ -71,8 +71,8 @@ std::string DescribeRejection(const KernelRegistry& registry, const KernelSchema
   auto later = std::find_if(accepting.begin(), accepting.end(),
                             [&](int v) { return v > schema.since_version; });
   if (later != accepting.end()) {
-    message += fmt::format(" ({} {} opset >= {})", what, what.back() == 's' ? "need" : "needs",
-                           *later);
+    message +=
+        fmt::format(" ({} {} opset >= {})", what, what.back() == 's' ? "need" : "needs", *later);
   } else if (!accepting.empty()) {
     message += fmt::format(" ({} was accepted up to an older version)", what);
   } else {
@@ -147,9 +147,9 @@ Status CheckValueMatchesType(const Value& value, const Type& declared) {
       const ElementType want = declared.element().element_type();
       if (!declared.element().is_tensor() ||
           (want != ElementType::kUndefined && value.sequence().element_type() != want)) {
-        return Status(StatusCode::kInvalidArgument,
-                      fmt::format("expected {}, got {}", declared.ToString(),
-                                  value.type().ToString()));
+        return Status(
+            StatusCode::kInvalidArgument,
+            fmt::format("expected {}, got {}", declared.ToString(), value.type().ToString()));
       }
       for (size_t i = 0; i < value.sequence().size(); ++i) {
         Status s = CheckValueMatchesType(value.sequence().at(i), declared.element());
@@ -237,14 +237,17 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
     for (const std::string& out : node.outputs) {
       if (out.empty()) continue;
       if (slots.count(out) != 0) {
-        return Invalid(fmt::format("{}: output '{}' is already a graph input or initializer; "
-                                   "each value has one producer", node.Label(n), out));
+        return Invalid(
+            fmt::format("{}: output '{}' is already a graph input or initializer; "
+                        "each value has one producer",
+                        node.Label(n), out));
       }
       auto [it, inserted] = producer.emplace(out, static_cast<int>(n));
       if (!inserted) {
-        return Invalid(fmt::format("'{}' is produced by both {} and {}; each value has one "
-                                   "producer", out, graph.nodes[it->second].Label(it->second),
-                                   node.Label(n)));
+        return Invalid(
+            fmt::format("'{}' is produced by both {} and {}; each value has one "
+                        "producer",
+                        out, graph.nodes[it->second].Label(it->second), node.Label(n)));
       }
     }
   }
@@ -256,18 +259,17 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
     const NodeDef& node = graph.nodes[n];
     auto opset = graph.opsets.find(node.domain);
     if (opset == graph.opsets.end()) {
-      unsupported.push_back(fmt::format("{} (domain '{}' is not in opset_import)",
-                                        node.Label(n), node.domain));
+      unsupported.push_back(
+          fmt::format("{} (domain '{}' is not in opset_import)", node.Label(n), node.domain));
       continue;
     }
     schemas[n] = registry.Resolve(node.domain, node.op_type, opset->second);
     if (schemas[n] == nullptr) {
       auto versions = registry.Versions(node.domain, node.op_type);
       unsupported.push_back(
-          versions.empty()
-              ? fmt::format("{}-{}", node.op_type, opset->second)
-              : fmt::format("{}-{} (idem implements it from opset {})", node.op_type,
-                            opset->second, versions.front()->since_version));
+          versions.empty() ? fmt::format("{}-{}", node.op_type, opset->second)
+                           : fmt::format("{}-{} (idem implements it from opset {})", node.op_type,
+                                         opset->second, versions.front()->since_version));
     }
   }
   if (!unsupported.empty()) {
@@ -281,9 +283,9 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const NodeDef& node = graph.nodes[n];
     const KernelSchema& schema = *schemas[n];
-    const std::string label =
-        node.name.empty() ? fmt::format("node #{} ({})", n, schema.Name())
-                          : fmt::format("node '{}' ({})", node.name, schema.Name());
+    const std::string label = node.name.empty()
+                                  ? fmt::format("node #{} ({})", n, schema.Name())
+                                  : fmt::format("node '{}' ({})", node.name, schema.Name());
     // Arity.
     size_t min_inputs = 0, max_inputs = 0;
     bool variadic = false;
@@ -299,11 +301,10 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
     size_t given = node.inputs.size();
     while (given > 0 && node.inputs[given - 1].empty()) --given;
     if (given < min_inputs || (!variadic && node.inputs.size() > max_inputs)) {
-      return Invalid(fmt::format("{}: has {} inputs; {} takes {}", label, node.inputs.size(),
-                                 schema.Name(),
-                                 variadic ? fmt::format("at least {}", min_inputs)
-                                 : min_inputs == max_inputs
-                                     ? std::to_string(min_inputs)
+      return Invalid(fmt::format(
+          "{}: has {} inputs; {} takes {}", label, node.inputs.size(), schema.Name(),
+          variadic                   ? fmt::format("at least {}", min_inputs)
+          : min_inputs == max_inputs ? std::to_string(min_inputs)
                                      : fmt::format("{} to {}", min_inputs, max_inputs)));
     }
     if (node.outputs.empty() || node.outputs.size() > schema.outputs.size() ||
@@ -314,11 +315,10 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
     for (const Attribute& a : node.attributes) {
       if (std::find(schema.attributes.begin(), schema.attributes.end(), a.name) ==
           schema.attributes.end()) {
-        return Invalid(fmt::format("{}: unknown attribute '{}' ({} defines {})", label, a.name,
-                                   schema.Name(),
-                                   schema.attributes.empty()
-                                       ? std::string("none")
-                                       : fmt::format("{}", fmt::join(schema.attributes, ", "))));
+        return Invalid(fmt::format(
+            "{}: unknown attribute '{}' ({} defines {})", label, a.name, schema.Name(),
+            schema.attributes.empty() ? std::string("none")
+                                      : fmt::format("{}", fmt::join(schema.attributes, ", "))));
       }
     }
     // Inputs defined before use, and their types.
@@ -330,8 +330,8 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
       const FormalParameter& formal = schema.inputs[std::min(i, schema.inputs.size() - 1)];
       if (name.empty()) {
         if (formal.arity != FormalParameter::Arity::kOptional) {
-          return Invalid(fmt::format("{}: input {} ('{}') is required but empty", label, i,
-                                     formal.name));
+          return Invalid(
+              fmt::format("{}: input {} ('{}') is required but empty", label, i, formal.name));
         }
         continue;
       }
@@ -339,16 +339,19 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
       if (it == slots.end()) {
         auto prod = producer.find(name);
         if (prod == producer.end()) {
-          return Invalid(fmt::format("{}: input '{}' is undefined (not a graph input, initializer "
-                                     "or node output)", label, name));
+          return Invalid(
+              fmt::format("{}: input '{}' is undefined (not a graph input, initializer "
+                          "or node output)",
+                          label, name));
         }
         std::string cycle = FindCycle(graph, producer, static_cast<int>(n));
         if (!cycle.empty()) {
           return Invalid(fmt::format("{}: input '{}' is part of a cycle: {}", label, name, cycle));
         }
-        return Invalid(fmt::format("{}: input '{}' is used before {} produces it (nodes must be "
-                                   "topologically sorted)", label, name,
-                                   graph.nodes[prod->second].Label(prod->second)));
+        return Invalid(
+            fmt::format("{}: input '{}' is used before {} produces it (nodes must be "
+                        "topologically sorted)",
+                        label, name, graph.nodes[prod->second].Label(prod->second)));
       }
       input_types[i] = &it->second.type;
       step.inputs[i] = it->second.ref;
@@ -394,16 +397,17 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
       if (node.outputs[o].empty()) continue;
       auto d = declared.find(node.outputs[o]);
       if (d != declared.end() && !d->second.CompatibleWith(out_type)) {
-        return Invalid(fmt::format("{}: output '{}' is declared {} but the node produces {}",
-                                   label, node.outputs[o], DescribeMismatch(d->second, out_type),
+        return Invalid(fmt::format("{}: output '{}' is declared {} but the node produces {}", label,
+                                   node.outputs[o], DescribeMismatch(d->second, out_type),
                                    DescribeMismatch(out_type, d->second)));
       }
     }
     // Identity elimination: the output is the input's reference.
-    const bool erase = options.eliminate_identity && schema.domain.empty() &&
-                       schema.op_type == "Identity";
-    node_lines += fmt::format("  {}: {} -> {}{}\n", label, fmt::join(node.inputs, ", "),
-                               fmt::join(node.outputs, ", "), erase ? "  (erased: aliases its input)" : "");
+    const bool erase =
+        options.eliminate_identity && schema.domain.empty() && schema.op_type == "Identity";
+    node_lines +=
+        fmt::format("  {}: {} -> {}{}\n", label, fmt::join(node.inputs, ", "),
+                    fmt::join(node.outputs, ", "), erase ? "  (erased: aliases its input)" : "");
     if (erase) {
       slots[node.outputs[0]] = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
       continue;
@@ -412,8 +416,10 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
     step.output_count = static_cast<int32_t>(node.outputs.size());
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (node.outputs[o].empty()) continue;
-      slots[node.outputs[o]] = {{ValueRef::Source::kComputed, plan.computed_count + static_cast<int32_t>(o)},
-                                (*inferred)[o], static_cast<int>(n)};
+      slots[node.outputs[o]] = {
+          {ValueRef::Source::kComputed, plan.computed_count + static_cast<int32_t>(o)},
+          (*inferred)[o],
+          static_cast<int>(n)};
     }
     plan.computed_count += step.output_count;
     auto kernel = schema.create(context);
@@ -445,13 +451,14 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
   if (plan.outputs.empty()) return Invalid("the graph has no outputs");
 
   std::string io;
-  for (const ValueInfo& v : plan.feeds) io += fmt::format("input  {} {}\n", v.name, v.type.ToShortString());
+  for (const ValueInfo& v : plan.feeds)
+    io += fmt::format("input  {} {}\n", v.name, v.type.ToShortString());
   for (const ValueInfo& v : plan.overrides) {
     io += fmt::format("input  {} {} (initializer default)\n", v.name, v.type.ToShortString());
   }
-  for (const ValueInfo& v : plan.outputs) io += fmt::format("output {} {}\n", v.name, v.type.ToShortString());
-  plan.description =
-      header + io + fmt::format("nodes ({}):\n", graph.nodes.size()) + node_lines;
+  for (const ValueInfo& v : plan.outputs)
+    io += fmt::format("output {} {}\n", v.name, v.type.ToShortString());
+  plan.description = header + io + fmt::format("nodes ({}):\n", graph.nodes.size()) + node_lines;
   return plan;
 }
 

@@ -28,9 +28,9 @@ struct ValueRef {
 
 struct Step {
   std::unique_ptr<Kernel> kernel;
-  std::string label;                 // "node 'id0' (Identity-16)", prefixed to run-time errors
+  std::string label;  // "node 'id0' (Identity-16)", prefixed to run-time errors
   std::vector<ValueRef> inputs;
-  int32_t first_output = 0;          // outputs are computed slots [first_output, +output_count)
+  int32_t first_output = 0;  // outputs are computed slots [first_output, +output_count)
   int32_t output_count = 0;
 };
 
@@ -44,7 +44,7 @@ struct Plan {
   std::vector<Step> steps;
   int32_t computed_count = 0;
   size_t max_step_inputs = 0;
-  std::string description;           // for Session::Describe()
+  std::string description;  // for Session::Describe()
 };
 
 Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
