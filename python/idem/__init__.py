@@ -1,0 +1,184 @@
+"""idem: a bit-exact, zero-copy ONNX runtime (Python bindings).
+
+Quick start::
+
+    import numpy as np
+    import idem
+
+    session = idem.Session("model.onnx")          # or serialized bytes, or an onnx.ModelProto
+    print(session.inputs)                          # [ValueInfo(name='x', type='tensor(float)', shape=[1, 5])]
+    (y,) = session.run({"x": np.ones((1, 5), np.float32)})
+    y = session.run([np.ones((1, 5), np.float32)])[0]   # same, feeds in input order
+    outputs = session.run_dict({"x": ...})              # {"y": array(...)}
+
+Value mapping (inputs are converted against the type the model declares for them):
+
+========================================  ==============================================
+ONNX type                                 Python
+========================================  ==============================================
+tensor(float, double, float16, int*,      ``numpy.ndarray`` of the matching dtype. Outputs
+uint*, bool, complex64, complex128)       are read-only arrays that share idem's memory.
+tensor(string)                            ``numpy.ndarray`` of dtype object holding
+                                          ``bytes`` (outputs). Inputs may hold ``bytes`` or
+                                          ``str`` (encoded as UTF-8); 'S'/'U' arrays and
+                                          plain lists are accepted too.
+tensor(bfloat16, float8*, float8e8m0,     :class:`RawTensor` (packed little-endian bytes),
+int4, uint4, float4e2m1, int2, uint2)     both as input and output: numpy lacks these.
+seq(tensor(T))                            ``list`` of the tensor mapping above (a tuple is
+                                          accepted as input).
+optional(T)                               ``None`` for an empty optional, otherwise T's
+                                          mapping. Inputs declared optional accept either;
+                                          other inputs refuse ``None``.
+========================================  ==============================================
+
+Numpy arrays fed to a tensor input keep their dtype: a float64 array fed to a tensor(float)
+input is an error reported by idem, not a silent cast. Plain Python scalars and lists are
+converted to the declared dtype (within the same kind: ints to floats yes, floats to ints no).
+
+Zero copy: a C-contiguous, aligned, native-endian numpy array is fed without copying, and an
+output that is the same value (e.g. through Identity) is returned as a read-only view of the
+*same memory* (``np.shares_memory(out, x)`` is True). Other arrays are copied once
+(``np.ascontiguousarray``). Because outputs may alias inputs, modifying an input array after
+``run`` also changes the outputs that alias it; copy the output (``out.copy()``) if you need to.
+Output arrays stay valid after the Session is gone.
+
+Errors: every failure raises :class:`Error` (a subclass of both ``RuntimeError`` and
+``ValueError``) whose message is idem's, naming the model, node, input and rule involved, and
+whose ``code`` attribute is the status code name (e.g. ``'INVALID_MODEL'``).
+
+Threads: ``Session.run`` releases the GIL while the model runs; one Session may be run from
+several threads at once.
+"""
+
+from . import _idem
+
+__all__ = ["Session", "Error", "RawTensor", "ValueInfo", "run_backend_test"]
+
+Error = _idem.Error
+ValueInfo = _idem.ValueInfo
+
+
+class RawTensor:
+    """A tensor of an element type numpy has no dtype for.
+
+    Attributes:
+        element_type (str): ONNX type name as idem spells it: ``"bfloat16"``, ``"float8e4m3fn"``,
+            ``"float8e4m3fnuz"``, ``"float8e5m2"``, ``"float8e5m2fnuz"``, ``"float8e8m0"``,
+            ``"uint4"``, ``"int4"``, ``"float4e2m1"``, ``"uint2"``, ``"int2"``. (Any non-string
+            ONNX type name such as ``"float"`` is accepted as input too.)
+        shape (tuple of int): the tensor's dims.
+        data (bytes): the elements packed little-endian, exactly as ONNX ``raw_data`` stores
+            them: 16-bit for bfloat16, 8-bit for float8 types, two 4-bit elements per byte (low
+            nibble first) for 4-bit types, four 2-bit elements per byte (low bits first) for 2-bit
+            types. ``len(data)`` must be exactly the packed size.
+
+    Outputs of these types are returned as RawTensor; feed them the same way. When fed, ``data``
+    (if ``bytes``) is used without copying.
+    """
+
+    __slots__ = ("element_type", "shape", "data")
+
+    def __init__(self, element_type, shape, data):
+        self.element_type = str(element_type)
+        self.shape = tuple(int(d) for d in shape)
+        self.data = bytes(data) if not isinstance(data, bytes) else data
+
+    def __eq__(self, other):
+        if not isinstance(other, RawTensor):
+            return NotImplemented
+        return (self.element_type, self.shape, self.data) == (
+            other.element_type, other.shape, other.data)
+
+    def __hash__(self):
+        return hash((self.element_type, self.shape, self.data))
+
+    def __repr__(self):
+        return "RawTensor(element_type=%r, shape=%r, data=%r)" % (
+            self.element_type, self.shape, self.data)
+
+
+_idem._set_raw_tensor_class(RawTensor)
+
+
+class Session:
+    """An ONNX model loaded, validated and planned once, then run any number of times.
+
+    Args:
+        model: a path (``str`` or ``os.PathLike``) to a ``.onnx`` file (external data is resolved
+            inside its folder), the serialized model as ``bytes``/``bytearray``/``memoryview``,
+            or any object with ``SerializeToString()`` such as an ``onnx.ModelProto``.
+        eliminate_identity: remove Identity nodes from the plan so outputs alias inputs (their
+            types are still checked). Turn off only to measure or debug.
+        base_dir: for models given as bytes, the folder external data is resolved in (empty:
+            external data is refused).
+
+    Raises:
+        Error: the model cannot be read, breaks an ONNX rule or uses something idem lacks.
+    """
+
+    def __init__(self, model, eliminate_identity=True, base_dir=""):
+        self._session = _idem.Session(model, eliminate_identity=eliminate_identity,
+                                      base_dir=base_dir)
+
+    @property
+    def inputs(self):
+        """Inputs that must be fed, in order: list of ``ValueInfo(name, type, shape)``.
+
+        ``type`` is an ONNX type string (``"tensor(float)"``, ``"seq(tensor(int64))"``,
+        ``"optional(tensor(string))"``); ``shape`` is a list with an ``int`` (fixed), ``str``
+        (symbolic) or ``None`` (unknown) per dim, or ``None`` when the rank is unknown. For
+        sequence and optional types it is the shape of the contained tensor.
+        """
+        return self._session.inputs
+
+    @property
+    def overridable_inputs(self):
+        """Inputs that have an initializer: may be fed by name (dict feeds) to override it."""
+        return self._session.overridable_inputs
+
+    @property
+    def outputs(self):
+        """Outputs in order: list of ``ValueInfo(name, type, shape)`` (see :attr:`inputs`)."""
+        return self._session.outputs
+
+    def run(self, feeds):
+        """Runs the model and returns the outputs as a list in :attr:`outputs` order.
+
+        Args:
+            feeds: a dict ``{input name: value}`` (may also name :attr:`overridable_inputs`) or a
+                list/tuple of values in :attr:`inputs` order. See the module docstring for how
+                values map to ONNX types.
+
+        Raises:
+            Error: a feed is missing, unknown or of the wrong type, or an operator failed.
+        """
+        return self._session.run(feeds)
+
+    def run_dict(self, feeds):
+        """Like :meth:`run` but returns ``{output name: value}``."""
+        return self._session.run_dict(feeds)
+
+    def describe(self):
+        """Human-readable summary: IR version, opsets, typed inputs/outputs, nodes."""
+        return self._session.describe()
+
+    def __repr__(self):
+        def fmt(infos):
+            return ", ".join("%s: %s" % (i.name, i.type) for i in infos)
+        return "idem.Session(inputs=[%s], outputs=[%s])" % (fmt(self.inputs), fmt(self.outputs))
+
+
+def run_backend_test(folder, skip_unsupported=False):
+    """Runs one ONNX backend-test folder (``model.onnx`` + ``test_data_set_N/``) bit-exactly.
+
+    Args:
+        folder: the case folder.
+        skip_unsupported: report a model using an operator idem lacks as ``"SKIP"`` instead of
+            ``"FAIL"``.
+
+    Returns:
+        ``(outcome, reason)`` where outcome is ``"PASS"``, ``"FAIL"`` or ``"SKIP"`` and reason
+        says why it failed or was skipped (empty on success).
+    """
+    import os
+    return _idem.run_backend_test(os.fspath(folder), skip_unsupported)
