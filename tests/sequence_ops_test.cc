@@ -730,6 +730,17 @@ TEST(SplitToSequenceTest, HugeAxisOfAnEmptyTensorIsBounded) {
   EXPECT_EQ(MustCreate(SplitModel(SplitOptions())).Run({x}).value()[0].sequence().size(), 0u);
 }
 
+TEST(SplitToSequenceTest, ChunkCountFollowsTheSessionLimit) {
+  SessionOptions options;
+  options.limits.max_sequence_length = 4;
+  Session s = Session::CreateFromProto(SplitModel(SplitOptions()), "", options).value();
+  EXPECT_TRUE(s.Run({Floats({4}, {0, 1, 2, 3})}).ok());
+  auto out = s.Run({Floats({5}, {0, 1, 2, 3, 4})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(out.status().message(), "5 tensors; max_sequence_length is 4");
+}
+
 TEST(SplitToSequenceTest, Bfloat16NeedsOpset24) {
   EXPECT_CONTAINS(PlanError(SplitModel(SplitOptions().Opset(23).Of(E::kBfloat16))),
                   "SplitToSequence-11 does not accept tensor(bfloat16) (tensor(bfloat16) needs "

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "idem/session.h"
 #include "idem/status.h"
 #include "idem/type.h"
 #include "idem/value.h"
@@ -47,8 +48,9 @@ struct TypeConstraint {
 // What the planner knows about a node when it infers types and creates the kernel.
 struct NodeContext {
   const NodeDef& node;
-  int version;                            // the resolved since-version
-  std::span<const Type* const> inputs;    // nullptr for omitted optional inputs
+  int version;                          // the resolved since-version
+  std::span<const Type* const> inputs;  // nullptr for omitted optional inputs
+  Limits limits;                        // the session's; kernels bound what they build by it
 };
 
 struct KernelSchema {

@@ -17,14 +17,13 @@
 namespace idem::sequence_internal {
 namespace {
 
-// Chunks one node may produce. The input's bytes bound the chunk count except when the tensor has
-// no elements (e.g. shape [0, 2^40]), where a size-1 split could otherwise ask for 2^40 empty
-// tensors. Matches Limits::max_sequence_length's default, which kernels cannot see.
-constexpr size_t kMaxChunks = size_t{1} << 24;
-
+// The input's bytes bound the chunk count except when the tensor has no elements (e.g. shape
+// [0, 2^40]), where a size-1 split could otherwise ask for 2^40 empty tensors; so the count is
+// capped by Limits::max_sequence_length.
 struct SplitAttributes {
   int64_t axis = 0;
   bool keepdims = true;
+  uint64_t max_chunks = 0;
 };
 
 Result<SplitAttributes> ReadSplitAttributes(const NodeDef& node) {
@@ -46,16 +45,16 @@ std::vector<int64_t> ReadIndexValues(const Tensor& t) {
   return {values.begin(), values.end()};
 }
 
-Status TooManyChunks(size_t count) {
-  return Status(StatusCode::kResourceExhausted,
-                fmt::format("the split would make {} tensors; a sequence holds at most {}", count,
-                            kMaxChunks));
+Status TooManyChunks(uint64_t count, uint64_t max_chunks) {
+  return Status(
+      StatusCode::kResourceExhausted,
+      fmt::format("the split would make {} tensors; max_sequence_length is {}", count, max_chunks));
 }
 
 // The chunk lengths along the axis (whose extent is `dim`) that the `split` input asks for.
-Result<std::vector<int64_t>> ChunkLengths(const Value* split, int64_t dim) {
+Result<std::vector<int64_t>> ChunkLengths(const Value* split, int64_t dim, uint64_t max_chunks) {
   if (split == nullptr) {
-    if (static_cast<uint64_t>(dim) > kMaxChunks) return TooManyChunks(static_cast<size_t>(dim));
+    if (static_cast<uint64_t>(dim) > max_chunks) return TooManyChunks(dim, max_chunks);
     return std::vector<int64_t>(static_cast<size_t>(dim), 1);
   }
   const Tensor& t = split->tensor();
@@ -68,7 +67,7 @@ Result<std::vector<int64_t>> ChunkLengths(const Value* split, int64_t dim) {
     const int64_t full = dim / size;
     const int64_t rest = dim % size;
     const auto count = static_cast<uint64_t>(full) + (rest > 0 ? 1 : 0);
-    if (count > kMaxChunks) return TooManyChunks(static_cast<size_t>(count));
+    if (count > max_chunks) return TooManyChunks(count, max_chunks);
     std::vector<int64_t> lengths(static_cast<size_t>(full), size);
     if (rest > 0) lengths.push_back(rest);  // the uneven last chunk
     return lengths;
@@ -79,7 +78,7 @@ Result<std::vector<int64_t>> ChunkLengths(const Value* split, int64_t dim) {
         fmt::format("'split' must be a scalar or 1-D, got shape {}", ShapeToString(t.shape())));
   }
   std::vector<int64_t> lengths = ReadIndexValues(t);
-  if (lengths.size() > kMaxChunks) return TooManyChunks(lengths.size());
+  if (lengths.size() > max_chunks) return TooManyChunks(lengths.size(), max_chunks);
   int64_t sum = 0;
   for (size_t i = 0; i < lengths.size(); ++i) {
     if (lengths[i] < 0) {
@@ -109,7 +108,8 @@ class SplitToSequenceKernel final : public Kernel {
     const auto rank = static_cast<int64_t>(input.rank());
     IDEM_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(attributes_.axis, rank, "axis"));
     const int64_t dim = input.shape()[axis];
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> lengths, ChunkLengths(split, dim));
+    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
+                          ChunkLengths(split, dim, attributes_.max_chunks));
     // keepdims applies only to the default split into size-1 chunks.
     const bool drop_axis = split == nullptr && !attributes_.keepdims;
 
@@ -207,6 +207,7 @@ KernelSchema SplitToSequenceSchema(int version) {
   };
   s.create = [](const NodeContext& ctx) -> Result<std::unique_ptr<Kernel>> {
     IDEM_ASSIGN_OR_RETURN(SplitAttributes attributes, ReadSplitAttributes(ctx.node));
+    attributes.max_chunks = ctx.limits.max_sequence_length;
     return MakeKernel<SplitToSequenceKernel>(attributes);
   };
   return s;

@@ -376,7 +376,7 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
                                    b->second.first.ToString(), formal.type_param));
       }
     }
-    NodeContext context{node, schema.since_version, input_types};
+    NodeContext context{node, schema.since_version, input_types, options.limits};
     auto inferred = schema.infer(context);
     if (!inferred.ok()) return std::move(inferred).take_status().WithContext(label);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
