@@ -129,6 +129,9 @@ TEST(FormatTest, PreviewsNestedShapes) {
   EXPECT_EQ(FormatValue(FloatTensor({1, 5}, {1, 2, 3, 4, 5})), "[[1, 2, 3, 4, 5]]");
   EXPECT_EQ(FormatValue(FloatTensor({}, {2.5f})), "2.5");
   EXPECT_EQ(FormatValue(FloatTensor({0}, {})), "[]");
+  // fuzz_value regression: a zero dim after a huge one must not walk the huge one.
+  EXPECT_EQ(FormatValue(FloatTensor({1610612735, 0}, {})), "[]");
+  EXPECT_EQ(FormatValue(FloatTensor({2, 0, 3}, {})), "[]");
 }
 
 }  // namespace

@@ -14,69 +14,23 @@ namespace {
 
 using testing::AddNode;
 using testing::AddValueInfo;
+using testing::Floats;
+using testing::Io;
+using testing::MustCreate;
+using testing::OneNode;
 using testing::OptionalTypeProto;
+using testing::PlanError;
 using testing::SequenceTypeProto;
 using testing::TensorTypeProto;
+using testing::Unshaped;
 
 using E = ElementType;
-
-onnx::TypeProto Unshaped(ElementType type) {
-  onnx::TypeProto t;
-  t.mutable_tensor_type()->set_elem_type(static_cast<int32_t>(type));
-  return t;
-}
-
-struct Io {
-  std::string name;
-  onnx::TypeProto type;
-};
-
-// One node `op` at `opset` whose inputs are graph inputs (an empty name is an omitted input) and
-// whose outputs are graph outputs.
-onnx::ModelProto OneNode(const std::string& op, int opset, const std::vector<Io>& inputs,
-                         const std::vector<Io>& outputs) {
-  onnx::ModelProto m;
-  m.set_ir_version(10);
-  auto* opset_import = m.add_opset_import();
-  opset_import->set_domain("");
-  opset_import->set_version(opset);
-  auto* g = m.mutable_graph();
-  g->set_name("one_node");
-  std::vector<std::string> in_names, out_names;
-  for (const Io& io : inputs) {
-    in_names.push_back(io.name);
-    if (!io.name.empty()) AddValueInfo(g->mutable_input(), io.name, io.type);
-  }
-  for (const Io& io : outputs) {
-    out_names.push_back(io.name);
-    AddValueInfo(g->mutable_output(), io.name, io.type);
-  }
-  AddNode(g, op, in_names, out_names, "n0");
-  return m;
-}
 
 void SetTypeAttribute(onnx::ModelProto& m, const onnx::TypeProto& type) {
   auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
   a->set_name("type");
   a->set_type(onnx::AttributeProto::TYPE_PROTO);
   *a->mutable_tp() = type;
-}
-
-std::string PlanError(const onnx::ModelProto& m) {
-  auto s = Session::CreateFromProto(m);
-  return s.ok() ? std::string("<ok>") : s.status().message();
-}
-
-Session MustCreate(const onnx::ModelProto& m) {
-  auto s = Session::CreateFromProto(m);
-  EXPECT_TRUE(s.ok()) << s.status().message();
-  return std::move(s).value();
-}
-
-Value Floats(std::vector<int64_t> shape, std::vector<float> values) {
-  return Value::MakeTensor(E::kFloat, std::move(shape),
-                           Buffer::CopyOf(std::as_bytes(std::span(values))).value())
-      .value();
 }
 
 #define EXPECT_CONTAINS(haystack, needle) \

@@ -13,21 +13,12 @@ namespace {
 
 using testing::AddNode;
 using testing::AddValueInfo;
+using testing::Floats;
 using testing::IdentityChain;
 using testing::OptionalTypeProto;
+using testing::PlanError;
 using testing::SequenceTypeProto;
 using testing::TensorTypeProto;
-
-Value Floats(std::vector<int64_t> shape, std::vector<float> values) {
-  return Value::MakeTensor(ElementType::kFloat, std::move(shape),
-                           Buffer::CopyOf(std::as_bytes(std::span(values))).value())
-      .value();
-}
-
-std::string ErrorOf(const onnx::ModelProto& m, SessionOptions options = {}) {
-  auto s = Session::CreateFromProto(m, "", options);
-  return s.ok() ? std::string("<ok>") : s.status().message();
-}
 
 TEST(SessionTest, IdentityOutputSharesTheFedBuffer) {
   for (bool eliminate : {true, false}) {
@@ -48,25 +39,25 @@ TEST(SessionTest, IdentityOutputSharesTheFedBuffer) {
 
 TEST(SessionTest, ErrorNamesNodeInputAndRule) {
   auto seq = SequenceTypeProto(TensorTypeProto(ElementType::kFloat, {}));
-  std::string e = ErrorOf(IdentityChain(seq, 13));
+  std::string e = PlanError(IdentityChain(seq, 13));
   EXPECT_NE(e.find("node 'id0' (Identity-13): input 'x' is seq(tensor(float)); Identity-13 "
                    "accepts tensors only (sequences need opset >= 14)"),
             std::string::npos)
       << e;
   auto opt = OptionalTypeProto(TensorTypeProto(ElementType::kFloat, {}));
-  e = ErrorOf(IdentityChain(opt, 15));
+  e = PlanError(IdentityChain(opt, 15));
   EXPECT_NE(e.find("Identity-14 accepts tensors and sequences only (optionals need opset >= 16)"),
             std::string::npos)
       << e;
-  e = ErrorOf(IdentityChain(TensorTypeProto(ElementType::kBfloat16, {}), 12));
+  e = PlanError(IdentityChain(TensorTypeProto(ElementType::kBfloat16, {}), 12));
   EXPECT_NE(e.find("Identity-1 does not accept tensor(bfloat16) (tensor(bfloat16) needs opset >= "
                    "13)"),
             std::string::npos)
       << e;
-  e = ErrorOf(IdentityChain(TensorTypeProto(ElementType::kFloat8E4M3FN, {}), 18));
+  e = PlanError(IdentityChain(TensorTypeProto(ElementType::kFloat8E4M3FN, {}), 18));
   EXPECT_NE(e.find("needs opset >= 19"), std::string::npos) << e;
   auto seq_bf16 = SequenceTypeProto(TensorTypeProto(ElementType::kBfloat16, {}));
-  e = ErrorOf(IdentityChain(seq_bf16, 25));
+  e = PlanError(IdentityChain(seq_bf16, 25));
   EXPECT_NE(e.find("no version of Identity accepts seq(tensor(bfloat16))"), std::string::npos) << e;
 }
 
@@ -76,42 +67,42 @@ TEST(SessionTest, StructuralErrors) {
     auto m = IdentityChain(type, 16);
     AddNode(m.mutable_graph(), "Foo", {"x"}, {"a"});
     AddNode(m.mutable_graph(), "Bar", {"x"}, {"b"});
-    std::string e = ErrorOf(m);
+    std::string e = PlanError(m);
     EXPECT_NE(e.find("Bar-16"), std::string::npos) << e;
     EXPECT_NE(e.find("Foo-16"), std::string::npos) << e;
   }
   {
     auto m = IdentityChain(type, 16);
     m.mutable_graph()->mutable_node(0)->add_input("x");
-    EXPECT_NE(ErrorOf(m).find("has 2 inputs; Identity-16 takes 1"), std::string::npos);
+    EXPECT_NE(PlanError(m).find("has 2 inputs; Identity-16 takes 1"), std::string::npos);
   }
   {
     auto m = IdentityChain(type, 16);
     m.mutable_graph()->mutable_node(0)->set_input(0, "nowhere");
-    EXPECT_NE(ErrorOf(m).find("input 'nowhere' is undefined"), std::string::npos);
+    EXPECT_NE(PlanError(m).find("input 'nowhere' is undefined"), std::string::npos);
   }
   {
     auto m = IdentityChain(type, 16, 2);
     AddNode(m.mutable_graph(), "Identity", {"x"}, {"t0"}, "dup");
-    EXPECT_NE(ErrorOf(m).find("produced by both"), std::string::npos);
+    EXPECT_NE(PlanError(m).find("produced by both"), std::string::npos);
   }
   {
     auto m = IdentityChain(type, 16, 3);  // x -> t0 -> t1 -> y; make id0 read t1: a cycle
     m.mutable_graph()->mutable_node(0)->set_input(0, "t1");
-    EXPECT_NE(ErrorOf(m).find("cycle"), std::string::npos) << ErrorOf(m);
+    EXPECT_NE(PlanError(m).find("cycle"), std::string::npos) << PlanError(m);
   }
   {
     auto m = IdentityChain(type, 16);
     *m.mutable_graph()->mutable_output(0)->mutable_type() =
         TensorTypeProto(ElementType::kInt32, {2});
-    std::string e = ErrorOf(m);
+    std::string e = PlanError(m);
     EXPECT_NE(e.find("declared tensor(int32)"), std::string::npos) << e;
   }
   {
     auto m = IdentityChain(type, 16);
     *m.mutable_graph()->mutable_output(0)->mutable_type() =
         TensorTypeProto(ElementType::kFloat, {3});
-    EXPECT_NE(ErrorOf(m).find("declared float[3]"), std::string::npos) << ErrorOf(m);
+    EXPECT_NE(PlanError(m).find("declared float[3]"), std::string::npos) << PlanError(m);
   }
 }
 

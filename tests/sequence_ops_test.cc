@@ -18,48 +18,19 @@ namespace {
 
 using testing::AddNode;
 using testing::AddValueInfo;
+using testing::Floats;
+using testing::Io;
+using testing::MakeTensorOf;
+using testing::MustCreate;
+using testing::OneNode;
+using testing::PlanError;
 using testing::SequenceTypeProto;
 using testing::TensorTypeProto;
+using testing::Unshaped;
 
 using E = ElementType;
 
-// tensor(elem) without a shape field (rank unknown).
-onnx::TypeProto Unshaped(ElementType type) {
-  onnx::TypeProto t;
-  t.mutable_tensor_type()->set_elem_type(static_cast<int32_t>(type));
-  return t;
-}
-
 onnx::TypeProto SeqOf(ElementType type) { return SequenceTypeProto(Unshaped(type)); }
-
-struct Io {
-  std::string name;
-  onnx::TypeProto type;
-};
-
-// One node `op` at `opset` whose inputs are graph inputs (an empty name is an omitted input) and
-// whose outputs are graph outputs.
-onnx::ModelProto OneNode(const std::string& op, int opset, const std::vector<Io>& inputs,
-                         const std::vector<Io>& outputs) {
-  onnx::ModelProto m;
-  m.set_ir_version(10);
-  auto* opset_import = m.add_opset_import();
-  opset_import->set_domain("");
-  opset_import->set_version(opset);
-  auto* g = m.mutable_graph();
-  g->set_name("one_node");
-  std::vector<std::string> in_names, out_names;
-  for (const Io& io : inputs) {
-    in_names.push_back(io.name);
-    if (!io.name.empty()) AddValueInfo(g->mutable_input(), io.name, io.type);
-  }
-  for (const Io& io : outputs) {
-    out_names.push_back(io.name);
-    AddValueInfo(g->mutable_output(), io.name, io.type);
-  }
-  AddNode(g, op, in_names, out_names, "n0");
-  return m;
-}
 
 void SetInt(onnx::ModelProto& m, const std::string& name, int64_t value) {
   auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
@@ -68,27 +39,6 @@ void SetInt(onnx::ModelProto& m, const std::string& name, int64_t value) {
   a->set_i(value);
 }
 
-std::string PlanError(const onnx::ModelProto& m) {
-  auto s = Session::CreateFromProto(m);
-  return s.ok() ? std::string("<ok>") : s.status().message();
-}
-
-Session MustCreate(const onnx::ModelProto& m) {
-  auto s = Session::CreateFromProto(m);
-  EXPECT_TRUE(s.ok()) << s.status().message();
-  return std::move(s).value();
-}
-
-template <typename T>
-Value MakeTensorOf(ElementType type, std::vector<int64_t> shape, std::vector<T> values) {
-  return Value::MakeTensor(type, std::move(shape),
-                           Buffer::CopyOf(std::as_bytes(std::span(values))).value())
-      .value();
-}
-
-Value Floats(std::vector<int64_t> shape, std::vector<float> values) {
-  return MakeTensorOf(E::kFloat, std::move(shape), std::move(values));
-}
 Value Int64Scalar(int64_t v) { return MakeTensorOf<int64_t>(E::kInt64, {}, {v}); }
 Value Int32Scalar(int32_t v) { return MakeTensorOf<int32_t>(E::kInt32, {}, {v}); }
 Value Int64s(std::vector<int64_t> values) {
@@ -115,9 +65,6 @@ std::string RunError(const Session& s, std::vector<Value> feeds) {
   auto out = s.Run(feeds);
   return out.ok() ? std::string("<ok>") : out.status().message();
 }
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 // ---- Registry -----------------------------------------------------------------------------------
 

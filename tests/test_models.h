@@ -2,12 +2,13 @@
 #ifndef IDEM_TESTS_TEST_MODELS_H_
 #define IDEM_TESTS_TEST_MODELS_H_
 
+#include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
 #include <string>
 #include <vector>
 
-#include "idem/element_type.h"
+#include "idem/idem.h"
 
 namespace idem::testing {
 
@@ -75,6 +76,68 @@ inline onnx::ModelProto IdentityChain(const onnx::TypeProto& type, int opset, in
   }
   return m;
 }
+
+// tensor(elem) without a shape field (rank unknown).
+inline onnx::TypeProto Unshaped(ElementType type) {
+  onnx::TypeProto t;
+  t.mutable_tensor_type()->set_elem_type(static_cast<int32_t>(type));
+  return t;
+}
+
+struct Io {
+  std::string name;
+  onnx::TypeProto type;
+};
+
+// One node `op` (named "n0") at `opset` whose inputs are graph inputs (an empty name is an
+// omitted input) and whose outputs are graph outputs.
+inline onnx::ModelProto OneNode(const std::string& op, int opset, const std::vector<Io>& inputs,
+                                const std::vector<Io>& outputs) {
+  onnx::ModelProto m;
+  m.set_ir_version(10);
+  auto* opset_import = m.add_opset_import();
+  opset_import->set_domain("");
+  opset_import->set_version(opset);
+  auto* g = m.mutable_graph();
+  g->set_name("one_node");
+  std::vector<std::string> in_names, out_names;
+  for (const Io& io : inputs) {
+    in_names.push_back(io.name);
+    if (!io.name.empty()) AddValueInfo(g->mutable_input(), io.name, io.type);
+  }
+  for (const Io& io : outputs) {
+    out_names.push_back(io.name);
+    AddValueInfo(g->mutable_output(), io.name, io.type);
+  }
+  AddNode(g, op, in_names, out_names, "n0");
+  return m;
+}
+
+// The message of a failed Session creation ("<ok>" when it succeeds).
+inline std::string PlanError(const onnx::ModelProto& m, const SessionOptions& options = {}) {
+  auto s = Session::CreateFromProto(m, "", options);
+  return s.ok() ? std::string("<ok>") : s.status().message();
+}
+
+inline Session MustCreate(const onnx::ModelProto& m) {
+  auto s = Session::CreateFromProto(m);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return std::move(s).value();
+}
+
+template <typename T>
+Value MakeTensorOf(ElementType type, std::vector<int64_t> shape, std::vector<T> values) {
+  return Value::MakeTensor(type, std::move(shape),
+                           Buffer::CopyOf(std::as_bytes(std::span(values))).value())
+      .value();
+}
+
+inline Value Floats(std::vector<int64_t> shape, std::vector<float> values) {
+  return MakeTensorOf(ElementType::kFloat, std::move(shape), std::move(values));
+}
+
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 
 inline std::vector<std::byte> Serialize(const onnx::ModelProto& m) {
   std::string s = m.SerializeAsString();
