@@ -9,11 +9,13 @@
 namespace idem {
 namespace {
 
-std::set<std::string> OurTypes(const KernelSchema& s) {
+std::set<std::string> TypeStrings(const TypeConstraint& c) {
   std::set<std::string> out;
-  for (const Type& t : s.constraints.at(0).allowed) out.insert(t.ToString());
+  for (const Type& t : c.allowed) out.insert(t.ToString());
   return out;
 }
+
+std::set<std::string> OurTypes(const KernelSchema& s) { return TypeStrings(s.constraints.at(0)); }
 
 TEST(IdentityRegistryTest, NineVersionsResolveByOpset) {
   const auto& r = KernelRegistry::Default();
@@ -44,19 +46,48 @@ TEST(IdentityRegistryTest, TypeSetSizesMatchTheSpec) {
   EXPECT_FALSE(v25.count("optional(tensor(float8e4m3fn))"));
 }
 
-// libonnx (onnx 1.12) knows Identity 1, 13, 14 and 16: their type sets must match exactly.
-TEST(IdentityRegistryTest, MatchesLibonnxSchemas) {
-  const auto& r = KernelRegistry::Default();
-  for (int version : {1, 13, 14, 16}) {
-    const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema("Identity", version, "");
-    ASSERT_NE(schema, nullptr) << version;
-    ASSERT_EQ(schema->SinceVersion(), version);
-    ASSERT_EQ(schema->typeConstraintParams().size(), 1u);
-    const auto& param = schema->typeConstraintParams()[0];
-    std::set<std::string> theirs(param.allowed_type_strs.begin(), param.allowed_type_strs.end());
-    const KernelSchema* ours = r.Resolve("", "Identity", version);
-    EXPECT_EQ(OurTypes(*ours), theirs) << "Identity-" << version;
-    EXPECT_EQ(ours->constraints[0].param, param.type_param_str);
+// libonnx (onnx 1.12) knows these operator versions: formal parameters (names, type parameters,
+// optional/variadic), type sets and attribute names must match its schemas exactly.
+TEST(RegistryOracleTest, MatchesLibonnxSchemas) {
+  const std::vector<std::pair<const char*, int>> versions = {
+      {"Identity", 1},        {"Identity", 13},           {"Identity", 14},
+      {"Identity", 16},       {"SequenceConstruct", 11},  {"SequenceEmpty", 11},
+      {"SequenceLength", 11}, {"SequenceAt", 11},         {"SequenceInsert", 11},
+      {"SequenceErase", 11},  {"ConcatFromSequence", 11}, {"SplitToSequence", 11},
+      {"Optional", 15},       {"OptionalHasElement", 15}, {"OptionalGetElement", 15}};
+  const auto& registry = KernelRegistry::Default();
+  for (const auto& [op, version] : versions) {
+    SCOPED_TRACE(std::string(op) + "-" + std::to_string(version));
+    const onnx::OpSchema* theirs = onnx::OpSchemaRegistry::Schema(op, version, "");
+    ASSERT_NE(theirs, nullptr);
+    ASSERT_EQ(theirs->SinceVersion(), version);
+    const KernelSchema* ours = registry.Resolve("", op, version);
+    ASSERT_NE(ours, nullptr);
+    EXPECT_EQ(ours->since_version, version);
+    ASSERT_EQ(ours->inputs.size(), theirs->inputs().size());
+    for (size_t i = 0; i < ours->inputs.size(); ++i) {
+      EXPECT_EQ(ours->inputs[i].name, theirs->inputs()[i].GetName());
+      EXPECT_EQ(ours->inputs[i].type_param, theirs->inputs()[i].GetTypeStr());
+      EXPECT_EQ(static_cast<int>(ours->inputs[i].arity),
+                static_cast<int>(theirs->inputs()[i].GetOption()));
+    }
+    ASSERT_EQ(ours->outputs.size(), theirs->outputs().size());
+    for (size_t i = 0; i < ours->outputs.size(); ++i) {
+      EXPECT_EQ(ours->outputs[i].name, theirs->outputs()[i].GetName());
+      EXPECT_EQ(ours->outputs[i].type_param, theirs->outputs()[i].GetTypeStr());
+    }
+    ASSERT_EQ(ours->constraints.size(), theirs->typeConstraintParams().size());
+    for (const auto& param : theirs->typeConstraintParams()) {
+      const TypeConstraint* c = ours->FindConstraint(param.type_param_str);
+      ASSERT_NE(c, nullptr) << param.type_param_str;
+      EXPECT_EQ(TypeStrings(*c), std::set<std::string>(param.allowed_type_strs.begin(),
+                                                       param.allowed_type_strs.end()))
+          << param.type_param_str;
+    }
+    std::set<std::string> their_attributes;
+    for (const auto& [name, attribute] : theirs->attributes()) their_attributes.insert(name);
+    EXPECT_EQ(std::set<std::string>(ours->attributes.begin(), ours->attributes.end()),
+              their_attributes);
   }
 }
 

@@ -1,7 +1,6 @@
 // Optional operators: Optional-15, OptionalHasElement-15/-18, OptionalGetElement-15/-18, and the
 // seed's example graph that threads an optional sequence through Identity.
 #include <gtest/gtest.h>
-#include <onnx/defs/schema.h>
 
 #include <set>
 
@@ -49,47 +48,6 @@ bool BoolOf(const Value& v) {
 }
 
 // ---- Registry -----------------------------------------------------------------------------------
-
-std::set<std::string> TypeStrings(const TypeConstraint& c) {
-  std::set<std::string> out;
-  for (const Type& t : c.allowed) out.insert(t.ToString());
-  return out;
-}
-
-// libonnx (onnx 1.12) knows the version-15 optional operators: formal parameters, type sets and
-// attributes must match it exactly.
-TEST(OptionalRegistryTest, MatchesLibonnxSchemas) {
-  const auto& registry = KernelRegistry::Default();
-  for (const char* op : {"Optional", "OptionalHasElement", "OptionalGetElement"}) {
-    SCOPED_TRACE(op);
-    const onnx::OpSchema* theirs = onnx::OpSchemaRegistry::Schema(op, 15, "");
-    ASSERT_NE(theirs, nullptr);
-    ASSERT_EQ(theirs->SinceVersion(), 15);
-    const KernelSchema* ours = registry.Resolve("", op, 15);
-    ASSERT_NE(ours, nullptr);
-    EXPECT_EQ(ours->since_version, 15);
-    ASSERT_EQ(ours->inputs.size(), theirs->inputs().size());
-    for (size_t i = 0; i < ours->inputs.size(); ++i) {
-      EXPECT_EQ(ours->inputs[i].name, theirs->inputs()[i].GetName());
-      EXPECT_EQ(ours->inputs[i].type_param, theirs->inputs()[i].GetTypeStr());
-      EXPECT_EQ(static_cast<int>(ours->inputs[i].arity),
-                static_cast<int>(theirs->inputs()[i].GetOption()));
-    }
-    ASSERT_EQ(ours->outputs.size(), theirs->outputs().size());
-    ASSERT_EQ(ours->constraints.size(), theirs->typeConstraintParams().size());
-    for (const auto& param : theirs->typeConstraintParams()) {
-      const TypeConstraint* c = ours->FindConstraint(param.type_param_str);
-      ASSERT_NE(c, nullptr) << param.type_param_str;
-      EXPECT_EQ(TypeStrings(*c), std::set<std::string>(param.allowed_type_strs.begin(),
-                                                       param.allowed_type_strs.end()))
-          << param.type_param_str;
-    }
-    std::set<std::string> their_attributes;
-    for (const auto& [name, attribute] : theirs->attributes()) their_attributes.insert(name);
-    EXPECT_EQ(std::set<std::string>(ours->attributes.begin(), ours->attributes.end()),
-              their_attributes);
-  }
-}
 
 TEST(OptionalRegistryTest, Version18WidensTheInputs) {
   const auto& registry = KernelRegistry::Default();

@@ -2,7 +2,6 @@
 // SequenceErase, ConcatFromSequence and SplitToSequence. Each runs through a Session built from a
 // one-node model, so plan-time checks (types, attributes) and run-time errors are both covered.
 #include <gtest/gtest.h>
-#include <onnx/defs/schema.h>
 
 #include <cmath>
 #include <cstring>
@@ -67,53 +66,6 @@ std::string RunError(const Session& s, std::vector<Value> feeds) {
 }
 
 // ---- Registry -----------------------------------------------------------------------------------
-
-std::set<std::string> TypeStrings(const TypeConstraint& c) {
-  std::set<std::string> out;
-  for (const Type& t : c.allowed) out.insert(t.ToString());
-  return out;
-}
-
-// libonnx (onnx 1.12) knows every version-11 sequence operator: formal parameters, type sets and
-// attributes must match it exactly.
-TEST(SequenceRegistryTest, MatchesLibonnxSchemas) {
-  const auto& registry = KernelRegistry::Default();
-  for (const char* op :
-       {"SequenceConstruct", "SequenceEmpty", "SequenceLength", "SequenceAt", "SequenceInsert",
-        "SequenceErase", "ConcatFromSequence", "SplitToSequence"}) {
-    SCOPED_TRACE(op);
-    const onnx::OpSchema* theirs = onnx::OpSchemaRegistry::Schema(op, 11, "");
-    ASSERT_NE(theirs, nullptr);
-    ASSERT_EQ(theirs->SinceVersion(), 11);
-    const KernelSchema* ours = registry.Resolve("", op, 11);
-    ASSERT_NE(ours, nullptr);
-    EXPECT_EQ(ours->since_version, 11);
-    ASSERT_EQ(ours->inputs.size(), theirs->inputs().size());
-    for (size_t i = 0; i < ours->inputs.size(); ++i) {
-      EXPECT_EQ(ours->inputs[i].name, theirs->inputs()[i].GetName());
-      EXPECT_EQ(ours->inputs[i].type_param, theirs->inputs()[i].GetTypeStr());
-      EXPECT_EQ(static_cast<int>(ours->inputs[i].arity),
-                static_cast<int>(theirs->inputs()[i].GetOption()));
-    }
-    ASSERT_EQ(ours->outputs.size(), theirs->outputs().size());
-    for (size_t i = 0; i < ours->outputs.size(); ++i) {
-      EXPECT_EQ(ours->outputs[i].name, theirs->outputs()[i].GetName());
-      EXPECT_EQ(ours->outputs[i].type_param, theirs->outputs()[i].GetTypeStr());
-    }
-    ASSERT_EQ(ours->constraints.size(), theirs->typeConstraintParams().size());
-    for (const auto& param : theirs->typeConstraintParams()) {
-      const TypeConstraint* c = ours->FindConstraint(param.type_param_str);
-      ASSERT_NE(c, nullptr) << param.type_param_str;
-      EXPECT_EQ(TypeStrings(*c), std::set<std::string>(param.allowed_type_strs.begin(),
-                                                       param.allowed_type_strs.end()))
-          << param.type_param_str;
-    }
-    std::set<std::string> their_attributes;
-    for (const auto& [name, attribute] : theirs->attributes()) their_attributes.insert(name);
-    EXPECT_EQ(std::set<std::string>(ours->attributes.begin(), ours->attributes.end()),
-              their_attributes);
-  }
-}
 
 TEST(SequenceRegistryTest, SplitToSequence24AddsBfloat16) {
   const auto& registry = KernelRegistry::Default();
