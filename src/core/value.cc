@@ -378,6 +378,12 @@ void FormatTensorLevel(const Tensor& t, size_t dim, int64_t& index, size_t max_e
     out += FormatElement(t, 0);
     return;
   }
+  if (t.element_count() == 0) {
+    // No elements: "[]" whatever the shape. Walking the dims instead would loop over every
+    // outer index of e.g. [1610612735, 0] (fuzz_value regression).
+    out += "[]";
+    return;
+  }
   out += '[';
   for (int64_t i = 0; i < t.shape()[dim]; ++i) {
     if (static_cast<size_t>(index) >= max_elements) {
