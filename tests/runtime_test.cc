@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <thread>
 
@@ -180,34 +181,77 @@ TEST(SessionTest, GraphInputThatIsAlsoAnOutputReturnsTheFedValue) {
   EXPECT_TRUE(out[0].SharesStorageWith(x));
 }
 
-// One session, many threads, mixed values: every result must be exactly what was fed.
-TEST(ConcurrencyTest, ManyThreadsOneSession) {
-  auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {-1}), 16, 4);
-  auto opt_model =
-      IdentityChain(OptionalTypeProto(TensorTypeProto(ElementType::kString, {-1})), 16, 2);
-  Session s = Session::CreateFromProto(m).value();
-  Session so = Session::CreateFromProto(opt_model).value();
-  std::atomic<int> failures{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 2000; ++i) {
-        Value x = Floats({2}, {static_cast<float>(t), static_cast<float>(i)});
-        auto out = s.Run({x});
-        if (!out.ok() || DescribeDifference(x, (*out)[0])) ++failures;
-        Value str = Value::MakeOptional(
-                        Value::MakeStringTensor({1}, {std::to_string(t * 100000 + i)}).value())
-                        .value();
-        Value in = (i % 3 == 0)
-                       ? Value::MakeEmptyOptional(Type::Tensor(ElementType::kString)).value()
-                       : str;
-        auto o = so.Run({in});
-        if (!o.ok() || DescribeDifference(in, (*o)[0])) ++failures;
-      }
-    });
+// One session, 8 threads, 10,000 runs each, mixed values (tensors, strings, sequences, optionals,
+// empty optionals, and a graph input that is also a graph output): every result must be exactly
+// what was fed. Run under ThreadSanitizer by scripts/sanitize.sh thread.
+onnx::ModelProto MixedModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(16);
+  auto* g = m.mutable_graph();
+  const std::vector<std::pair<std::string, onnx::TypeProto>> io = {
+      {"f", TensorTypeProto(ElementType::kFloat, {-1})},
+      {"s", TensorTypeProto(ElementType::kString, {-1})},
+      {"q", SequenceTypeProto(TensorTypeProto(ElementType::kFloat, {-1}))},
+      {"o", OptionalTypeProto(TensorTypeProto(ElementType::kInt64, {-1}))},
+      {"e", OptionalTypeProto(SequenceTypeProto(TensorTypeProto(ElementType::kString, {-1})))}};
+  for (const auto& [name, type] : io) {
+    AddValueInfo(g->mutable_input(), name, type);
+    AddValueInfo(g->mutable_output(), name + "_out", type);
+    AddNode(g, "Identity", {name}, {name + "_mid"}, "a_" + name);
+    AddNode(g, "Identity", {name + "_mid"}, {name + "_out"}, "b_" + name);
   }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(failures.load(), 0);
+  AddValueInfo(g->mutable_output(), "f", io[0].second);  // a graph input that is also an output
+  return m;
+}
+
+std::vector<Value> MixedFeeds(int thread, int run) {
+  const float base = static_cast<float>(thread * 100000 + run);
+  Value f = Floats({3}, {base, -0.0f, std::bit_cast<float>(0x7fc00000u + run % 7)});
+  Value s = Value::MakeStringTensor({2}, {std::to_string(run), std::string("\0\xff", 2)}).value();
+  std::vector<Value> items;
+  for (int i = 0; i < run % 4; ++i) items.push_back(Floats({1}, {base + i}));
+  Value q = Value::MakeSequence(ElementType::kFloat, std::move(items)).value();
+  Value o = run % 3 == 0
+                ? Value::MakeEmptyOptional(Type::Tensor(ElementType::kInt64)).value()
+                : Value::MakeOptional(testing::MakeTensorOf<int64_t>(ElementType::kInt64, {1},
+                                                                     {thread * 1000000 + run}))
+                      .value();
+  Value e =
+      run % 2 == 0
+          ? Value::MakeEmptyOptional(Type::Sequence(Type::Tensor(ElementType::kString))).value()
+          : Value::MakeOptional(Value::MakeSequence(ElementType::kString, {s}).value()).value();
+  return {f, s, q, o, e};
+}
+
+TEST(ConcurrencyTest, EightThreadsTenThousandRunsEachOnOneSession) {
+  for (bool eliminate : {true, false}) {
+    SessionOptions options;
+    options.eliminate_identity = eliminate;
+    const Session session = Session::CreateFromProto(MixedModel(), "", options).value();
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t) {
+      threads.emplace_back([&, t] {
+        for (int run = 0; run < 10000; ++run) {
+          const std::vector<Value> feeds = MixedFeeds(t, run);
+          auto out = session.Run(feeds);
+          if (!out.ok() || out->size() != 6) {
+            ++failures;
+            continue;
+          }
+          for (size_t k = 0; k < feeds.size(); ++k) {
+            if (DescribeDifference(feeds[k], (*out)[k])) ++failures;
+          }
+          if (!(*out)[5].SharesStorageWith(feeds[0])) ++failures;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures.load(), 0) << "eliminate_identity=" << eliminate;
+  }
 }
 
 }  // namespace
