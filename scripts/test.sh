@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Quick start, part 2: set up, build and run every test suite.
+# Quick start, part 2: set up, build and run every test suite:
+#   1. the normal suite (Release): unit tests, conformance, bad inputs, CLI, Python, regressions;
+#   2. the same suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang);
+#   3. the concurrency tests under ThreadSanitizer;
+#   4. a fuzz smoke run (FUZZ_SECONDS per target, default 20).
+# Set QUICK=1 to run only step 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "== unit + conformance tests (Release)"
+echo "== 1/4 unit + conformance tests (Release)"
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+[ "${QUICK:-0}" = 1 ] && exit 0
+echo "== 2/4 ASan + UBSan"
+bash scripts/sanitize.sh address
+echo "== 3/4 TSan (concurrency)"
+bash scripts/sanitize.sh thread
+echo "== 4/4 fuzz smoke run"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}"

@@ -637,7 +637,25 @@ TEST(SplitToSequenceTest, ChunkCountFollowsTheSessionLimit) {
   auto out = s.Run({Floats({5}, {0, 1, 2, 3, 4})});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_CONTAINS(out.status().message(), "5 tensors; max_sequence_length is 4");
+  EXPECT_CONTAINS(out.status().message(), "the split would make 5 tensors; at most 4 are allowed");
+}
+
+// Found by fuzz_backend_case: an empty input of high rank with a long axis must not make a
+// million tensors (780 MB) out of a few bytes.
+TEST(SplitToSequenceTest, EmptyInputOfHighRankIsBoundedByItsSize) {
+  std::vector<int64_t> shape(74, 1);
+  shape[1] = 1065053;
+  shape[5] = 0;
+  Value x = Floats(shape, {});
+  auto out = MustCreate(SplitModel(SplitOptions().Axis(1))).Run({x});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(out.status().message(), "the split would make 1065053 tensors");
+  // A modest split of an empty tensor still works.
+  shape[1] = 1000;
+  auto small = MustCreate(SplitModel(SplitOptions().Axis(1))).Run({Floats(shape, {})});
+  ASSERT_TRUE(small.ok()) << small.status().message();
+  EXPECT_EQ(small.value()[0].sequence().size(), 1000u);
 }
 
 TEST(SplitToSequenceTest, Bfloat16NeedsOpset24) {

@@ -8,6 +8,7 @@
 // chunks are copied.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -23,7 +24,7 @@ namespace {
 struct SplitAttributes {
   int64_t axis = 0;
   bool keepdims = true;
-  uint64_t max_chunks = 0;
+  uint64_t max_chunks = 0;  // Limits::max_sequence_length
 };
 
 Result<SplitAttributes> ReadSplitAttributes(const NodeDef& node) {
@@ -46,9 +47,27 @@ std::vector<int64_t> ReadIndexValues(const Tensor& t) {
 }
 
 Status TooManyChunks(uint64_t count, uint64_t max_chunks) {
-  return Status(
-      StatusCode::kResourceExhausted,
-      fmt::format("the split would make {} tensors; max_sequence_length is {}", count, max_chunks));
+  return Status(StatusCode::kResourceExhausted,
+                fmt::format("the split would make {} tensors; at most {} are allowed here "
+                            "(max_sequence_length, and a bound of the input's size)",
+                            count, max_chunks));
+}
+
+// Every chunk costs a Value plus its shape whatever its size, so the chunk count is bounded by
+// what the input justifies, not only by max_sequence_length: otherwise an empty tensor with a huge
+// axis (shape [0, 10^6, ...] of rank 70, a few bytes on disk) makes a million tensors.
+uint64_t ChunkBudget(const Tensor& input, uint64_t max_sequence_length) {
+  constexpr uint64_t kValueOverhead = 128;              // Value node + shape vector header
+  constexpr uint64_t kFloorBytes = uint64_t{64} << 20;  // always allowed, whatever the input
+  constexpr uint64_t kBytesPerInputByte = 32;
+  const uint64_t per_chunk = kValueOverhead + 8 * input.rank();
+  const int bits = ElementBits(input.element_type());
+  const uint64_t element_bytes = bits >= 8 ? static_cast<uint64_t>(bits / 8) : 1;
+  const uint64_t count = static_cast<uint64_t>(input.element_count());
+  const uint64_t input_bytes =
+      count > (uint64_t{1} << 50) / element_bytes ? (uint64_t{1} << 50) : count * element_bytes;
+  const uint64_t budget = std::max(kFloorBytes, input_bytes * kBytesPerInputByte);
+  return std::min(max_sequence_length, budget / per_chunk);
 }
 
 // The chunk lengths along the axis (whose extent is `dim`) that the `split` input asks for.
@@ -109,7 +128,7 @@ class SplitToSequenceKernel final : public Kernel {
     IDEM_ASSIGN_OR_RETURN(const int64_t axis, NormalizeAxis(attributes_.axis, rank, "axis"));
     const int64_t dim = input.shape()[axis];
     IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
-                          ChunkLengths(split, dim, attributes_.max_chunks));
+                          ChunkLengths(split, dim, ChunkBudget(input, attributes_.max_chunks)));
     // keepdims applies only to the default split into size-1 chunks.
     const bool drop_axis = split == nullptr && !attributes_.keepdims;
 

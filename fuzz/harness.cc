@@ -1,0 +1,360 @@
+#include "fuzz/harness.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "idem/idem.h"
+#include "src/onnx/proto_convert.h"
+#include "tools/backend_test.h"
+
+namespace idem::fuzz {
+namespace {
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "idem fuzz invariant broken: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+std::span<const std::byte> AsBytes(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const std::byte*>(data), size};
+}
+
+// ---- feeds built from declared types ---------------------------------------------------------
+
+constexpr uint64_t kMaxFeedElements = uint64_t{1} << 12;
+
+// variant 0: symbolic dims 1, empty sequences and optionals, zero bytes.
+// variant 1: symbolic dims 2, two-item sequences, filled optionals, 0xA5.. bytes.
+// variant 2: symbolic dims 0, one-item sequences, filled optionals.
+std::optional<Value> MakeFeed(const Type& type, int variant, int depth) {
+  if (depth > 10) return std::nullopt;
+  switch (type.kind()) {
+    case ValueKind::kTensor: {
+      ElementType et = type.element_type();
+      if (et == ElementType::kUndefined) et = ElementType::kFloat;
+      std::vector<int64_t> dims;
+      const int64_t free_dim = variant == 0 ? 1 : (variant == 1 ? 2 : 0);
+      if (const auto& shape = type.shape()) {
+        if (shape->size() > 64) return std::nullopt;
+        for (const Dim& d : *shape) dims.push_back(d.value ? *d.value : free_dim);
+      } else {
+        for (int i = 0; i < variant; ++i) dims.push_back(free_dim + 1);
+      }
+      uint64_t count = 1;
+      for (int64_t d : dims) {
+        if (d < 0 || (d != 0 && count > kMaxFeedElements / static_cast<uint64_t>(d))) {
+          return std::nullopt;  // a fixed dim too large to feed cheaply
+        }
+        count *= static_cast<uint64_t>(d);
+      }
+      if (et == ElementType::kString) {
+        std::vector<std::string> strings(count, variant == 1 ? std::string("a\0\xff", 3) : "");
+        auto v = Value::MakeStringTensor(std::move(dims), std::move(strings));
+        if (!v.ok()) Die("MakeStringTensor refused a valid feed: " + v.status().ToString());
+        return std::move(v).value();
+      }
+      auto bytes = PackedByteSize(et, count);
+      if (!bytes) Die("PackedByteSize failed for a small feed");
+      std::byte* out = nullptr;
+      auto buffer = Buffer::Allocate(*bytes, &out);
+      if (!buffer.ok()) Die("Buffer::Allocate failed for a small feed");
+      for (size_t i = 0; i < *bytes; ++i) {
+        out[i] = static_cast<std::byte>(variant == 1 ? 0xA5 ^ i : i * 37);
+      }
+      auto v = Value::MakeTensor(et, std::move(dims), std::move(buffer).value());
+      if (!v.ok()) Die("MakeTensor refused a valid feed: " + v.status().ToString());
+      return std::move(v).value();
+    }
+    case ValueKind::kSequence: {
+      const Type& element = type.element();
+      if (!element.is_tensor()) return std::nullopt;
+      ElementType et = element.element_type();
+      if (et == ElementType::kUndefined) et = ElementType::kFloat;
+      std::vector<Value> items;
+      for (int i = 0; i < (variant == 0 ? 0 : (variant == 1 ? 2 : 1)); ++i) {
+        auto item = MakeFeed(Type::Tensor(et, element.shape()), variant, depth + 1);
+        if (!item) return std::nullopt;
+        items.push_back(std::move(*item));
+      }
+      auto v = Value::MakeSequence(et, std::move(items));
+      if (!v.ok()) Die("MakeSequence refused a valid feed: " + v.status().ToString());
+      return std::move(v).value();
+    }
+    case ValueKind::kOptional: {
+      const Type& element = type.element();
+      if (element.is_optional()) return std::nullopt;
+      if (variant == 0) {
+        auto v = Value::MakeEmptyOptional(element);
+        if (!v.ok()) Die("MakeEmptyOptional refused a valid type: " + v.status().ToString());
+        return std::move(v).value();
+      }
+      auto inner = MakeFeed(element, variant, depth + 1);
+      if (!inner) return std::nullopt;
+      auto v = Value::MakeOptional(std::move(*inner));
+      if (!v.ok()) Die("MakeOptional refused a valid value: " + v.status().ToString());
+      return std::move(v).value();
+    }
+  }
+  return std::nullopt;
+}
+
+// A value must serialize and parse back to itself (as its own type).
+void CheckRoundTrip(const Value& v, const std::string& where) {
+  (void)FormatValue(v);
+  (void)v.type().ToShortString();
+  if (auto why = DescribeDifference(v, v)) Die(where + ": a value differs from itself: " + *why);
+  auto bytes = ValueToProtoBytes(v, "x");
+  if (!bytes.ok()) Die(where + ": ValueToProtoBytes failed: " + bytes.status().ToString());
+  auto back = ValueFromProtoBytes(std::as_bytes(std::span(bytes.value())), v.type(),
+                                  LoadContext{"", Limits{}});
+  if (!back.ok()) Die(where + ": serialized value does not parse back: " + back.status().ToString());
+  if (auto why = DescribeDifference(v, back.value())) {
+    Die(where + ": round trip changed the value: " + *why);
+  }
+}
+
+bool SameKindAsDeclared(const Value& v, const Type& declared) {
+  if (v.kind() != declared.kind()) return false;
+  if (v.is_tensor()) {
+    return declared.element_type() == ElementType::kUndefined ||
+           declared.element_type() == v.tensor().element_type();
+  }
+  if (v.is_sequence()) {
+    return !declared.element().is_tensor() ||
+           declared.element().element_type() == ElementType::kUndefined ||
+           declared.element().element_type() == v.sequence().element_type();
+  }
+  return true;
+}
+
+void CheckOutputs(const Session& session, const std::vector<Value>& outputs,
+                  const std::string& where) {
+  if (outputs.size() != session.outputs().size()) Die(where + ": wrong number of outputs");
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const Value& v = outputs[k];
+    if (v.is_null()) Die(where + ": null output " + session.outputs()[k].name);
+    if (!SameKindAsDeclared(v, session.outputs()[k].type)) {
+      Die(where + ": output '" + session.outputs()[k].name + "' is " + v.type().ToString() +
+          " but declared " + session.outputs()[k].type.ToString());
+    }
+    CheckRoundTrip(v, where + " output " + std::to_string(k));
+  }
+}
+
+void CompareOutputs(const std::vector<Value>& a, const std::vector<Value>& b,
+                    const std::string& where) {
+  if (a.size() != b.size()) Die(where + ": output counts differ");
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (auto why = DescribeDifference(a[k], b[k])) {
+      Die(where + ": output " + std::to_string(k) + " differs: " + *why);
+    }
+  }
+}
+
+void ExerciseSession(const Session& session, const Session* reference) {
+  (void)session.Describe();
+  for (int variant = 0; variant < 3; ++variant) {
+    std::vector<Value> feeds;
+    std::vector<NamedValue> named;
+    bool complete = true;
+    for (const ValueInfo& info : session.inputs()) {
+      auto feed = MakeFeed(info.type, variant, 0);
+      if (!feed) {
+        complete = false;
+        break;
+      }
+      named.push_back({info.name, *feed});
+      feeds.push_back(std::move(*feed));
+    }
+    if (!complete) continue;
+    const std::string where = "variant " + std::to_string(variant);
+    auto outputs = session.Run(feeds);
+    if (reference != nullptr) {
+      auto ref = reference->Run(feeds);
+      if (ref.ok() != outputs.ok()) {
+        Die(where + ": Identity elimination changes whether Run succeeds: " +
+            outputs.status().ToString() + " vs " + ref.status().ToString());
+      }
+      if (ref.ok()) CompareOutputs(ref.value(), outputs.value(), where + " (elimination)");
+    }
+    if (!outputs.ok()) continue;
+    CheckOutputs(session, outputs.value(), where);
+    // Each output that is also a graph input must return the fed value.
+    for (size_t k = 0; k < session.outputs().size(); ++k) {
+      for (size_t i = 0; i < session.inputs().size(); ++i) {
+        if (session.inputs()[i].name != session.outputs()[k].name) continue;
+        if (auto why = DescribeDifference(feeds[i], outputs.value()[k])) {
+          Die(where + ": output that is a graph input differs from the feed: " + *why);
+        }
+      }
+    }
+    auto by_name = session.RunNamed(named);
+    if (by_name.ok()) CompareOutputs(outputs.value(), by_name.value(), where + " (RunNamed)");
+
+    // RunInto when every output is a non-string tensor.
+    std::vector<std::vector<std::byte>> storage;
+    std::vector<OutputBuffer> buffers;
+    bool plain = true;
+    for (const Value& v : outputs.value()) {
+      if (!v.is_tensor() || v.tensor().element_type() == ElementType::kString) plain = false;
+    }
+    if (!plain) continue;
+    for (const Value& v : outputs.value()) storage.emplace_back(v.tensor().data().size() + 1);
+    for (auto& s : storage) buffers.push_back({s.data(), s.size()});
+    auto shapes = session.RunInto(feeds, buffers);
+    if (!shapes.ok()) Die(where + ": RunInto failed after Run succeeded: " + shapes.status().ToString());
+    for (size_t k = 0; k < storage.size(); ++k) {
+      const Buffer& data = outputs.value()[k].tensor().data();
+      if (!data.empty() && std::memcmp(storage[k].data(), data.data(), data.size()) != 0) {
+        Die(where + ": RunInto wrote different bytes from Run");
+      }
+    }
+  }
+}
+
+// ---- declared types for FuzzValue -------------------------------------------------------------
+
+Type DeclaredType(uint8_t selector) {
+  const int code = selector >> 3;
+  const ElementType et = code <= kMaxElementTypeCode ? static_cast<ElementType>(code)
+                                                     : ElementType::kUndefined;
+  const Type tensor = Type::Tensor(et);
+  switch (selector & 7) {
+    case 1: return Type::Sequence(tensor);
+    case 2: return Type::Optional(tensor);
+    case 3: return Type::Optional(Type::Sequence(tensor));
+    case 4: return Type::Sequence(Type::Sequence(tensor));
+    case 5: return Type::Optional(Type::Optional(tensor));
+    case 6: return Type::Sequence(Type::Optional(tensor));
+    default: return tensor;
+  }
+}
+
+// ---- backend-test folders ---------------------------------------------------------------------
+
+void WriteOrRemove(const std::string& path, std::span<const uint8_t> bytes) {
+  unlink(path.c_str());
+  if (bytes.empty()) return;
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) Die("cannot create " + path);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n <= 0) Die("cannot write " + path);
+    done += static_cast<size_t>(n);
+  }
+  close(fd);
+}
+
+std::string& CaseFolder() {
+  static std::string folder;
+  return folder;
+}
+
+void RemoveCaseFolder() {
+  const std::string& dir = CaseFolder();
+  if (dir.empty()) return;
+  for (const char* name : {"test_data_set_0/input_0.pb", "test_data_set_0/output_0.pb",
+                           "model.onnx", "outside", "fifo", "rootlink"}) {
+    unlink((dir + "/" + name).c_str());
+  }
+  rmdir((dir + "/test_data_set_0").c_str());
+  rmdir(dir.c_str());
+}
+
+const std::string& MakeCaseFolder() {
+  std::string& dir = CaseFolder();
+  if (!dir.empty()) return dir;
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/idem-fuzz-case-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) Die("mkdtemp failed");
+  dir = pattern;
+  if (mkdir((dir + "/test_data_set_0").c_str(), 0755) != 0) Die("mkdir failed");
+  // Traps for external data: a symlink out of the folder, a FIFO, a link to the root.
+  (void)symlink("/etc/hostname", (dir + "/outside").c_str());
+  (void)mkfifo((dir + "/fifo").c_str(), 0644);
+  (void)symlink("/", (dir + "/rootlink").c_str());
+  std::atexit(RemoveCaseFolder);
+  return dir;
+}
+
+uint32_t ReadU32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+}  // namespace
+
+void FuzzModel(const uint8_t* data, size_t size) {
+  SessionOptions options;
+  auto session = Session::CreateFromBytes(AsBytes(data, size), "", options);
+  SessionOptions no_elimination;
+  no_elimination.eliminate_identity = false;
+  auto reference = Session::CreateFromBytes(AsBytes(data, size), "", no_elimination);
+  if (session.ok() != reference.ok()) {
+    Die("Identity elimination changes whether the model loads: " + session.status().ToString() +
+        " vs " + reference.status().ToString());
+  }
+  if (!session.ok()) {
+    if (session.status().message().empty()) Die("an error without a message");
+    return;
+  }
+  ExerciseSession(session.value(), &reference.value());
+}
+
+void FuzzValue(const uint8_t* data, size_t size) {
+  if (size == 0) return;
+  const Type declared = DeclaredType(data[0]);
+  auto value = ValueFromProtoBytes(AsBytes(data + 1, size - 1), declared, LoadContext{"", Limits{}});
+  if (!value.ok()) {
+    if (value.status().message().empty()) Die("an error without a message");
+    return;
+  }
+  CheckRoundTrip(value.value(), "value");
+  // Parsing again as the declared type must give the same value.
+  auto bytes = ValueToProtoBytes(value.value(), "y");
+  if (!bytes.ok()) Die("ValueToProtoBytes failed: " + bytes.status().ToString());
+  auto again = ValueFromProtoBytes(std::as_bytes(std::span(bytes.value())), declared,
+                                   LoadContext{"", Limits{}});
+  if (!again.ok()) {
+    Die("a converted value does not parse back as its declared type " + declared.ToString() +
+        ": " + again.status().ToString());
+  }
+  if (auto why = DescribeDifference(value.value(), again.value())) {
+    Die("round trip as the declared type changed the value: " + *why);
+  }
+}
+
+void FuzzBackendCase(const uint8_t* data, size_t size) {
+  if (size < 8) return;
+  const std::string& dir = MakeCaseFolder();
+  size_t model_len = ReadU32(data);
+  size_t input_len = ReadU32(data + 4);
+  std::span<const uint8_t> rest(data + 8, size - 8);
+  model_len = std::min(model_len, rest.size());
+  const auto model = rest.subspan(0, model_len);
+  rest = rest.subspan(model_len);
+  input_len = std::min(input_len, rest.size());
+  const auto input = rest.subspan(0, input_len);
+  const auto output = rest.subspan(input_len);
+  WriteOrRemove(dir + "/model.onnx", model);
+  WriteOrRemove(dir + "/test_data_set_0/input_0.pb", input);
+  WriteOrRemove(dir + "/test_data_set_0/output_0.pb", output);
+  const bool skip_unsupported = (data[0] ^ data[4]) & 1;
+  tools::CaseResult result = tools::RunBackendCase(dir, skip_unsupported);
+  if (result.outcome != tools::CaseResult::Outcome::kPass && result.reason.empty()) {
+    Die("a failed case without a reason");
+  }
+}
+
+}  // namespace idem::fuzz
