@@ -52,6 +52,7 @@ KernelSchema IdentitySchema(int version) {
   s.inputs = {{"input", param}};
   s.outputs = {{"output", param}};
   s.constraints = {{param, std::move(allowed)}};
+  s.output_is_input = true;
   s.infer = [](const NodeContext& ctx) -> Result<std::vector<Type>> {
     return std::vector<Type>{*ctx.inputs[0]};
   };
@@ -64,7 +65,8 @@ KernelSchema IdentitySchema(int version) {
 }  // namespace
 
 void RegisterIdentityKernels(KernelRegistry& registry) {
-  for (int version : {1, 13, 14, 16, 19, 21, 23, 24, 25}) registry.Register(IdentitySchema(version));
+  for (int version : {1, 13, 14, 16, 19, 21, 23, 24, 25})
+    registry.Register(IdentitySchema(version));
 }
 
 }  // namespace idem

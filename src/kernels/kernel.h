@@ -61,6 +61,9 @@ struct KernelSchema {
   std::vector<FormalParameter> outputs;
   std::vector<TypeConstraint> constraints;
   std::vector<std::string> attributes;  // names the operator defines; others are an error
+  // True when the kernel's single output is always its first input's Value itself (Identity).
+  // The runtime may then hand the kernel its output slot as the input (a self-assignment).
+  bool output_is_input = false;
   // Output types from input types and attributes; also checks rules the constraints cannot
   // express (same element type across inputs, attribute ranges). Types may carry shapes.
   std::function<Result<std::vector<Type>>(const NodeContext&)> infer;

@@ -426,6 +426,7 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
     if (!kernel.ok()) return std::move(kernel).take_status().WithContext(label);
     step.kernel = std::move(kernel).value();
     step.label = label;
+    step.output_is_input = schema.output_is_input;
     plan.max_step_inputs = std::max(plan.max_step_inputs, step.inputs.size());
     plan.steps.push_back(std::move(step));
   }

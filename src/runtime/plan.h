@@ -32,6 +32,7 @@ struct Step {
   std::vector<ValueRef> inputs;
   int32_t first_output = 0;  // outputs are computed slots [first_output, +output_count)
   int32_t output_count = 0;
+  bool output_is_input = false;  // KernelSchema::output_is_input
 };
 
 struct Plan {

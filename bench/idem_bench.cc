@@ -1,0 +1,629 @@
+// idem_bench: what one Session::Run costs, by case (issue 5).
+//
+// Every case builds its Session once (outside the timed loop) and measures Run. Names are stable so
+// results can be compared over time; scripts/bench.sh runs this with repetitions and keeps the
+// median. Cases and the targets they are judged by (as ratios within one run):
+//
+//   tiny                  float[5] -> Identity -> y                     <= 150 ns
+//   f32_16MiB             float[4Mi] -> Identity                        (informative)
+//   f32_256MiB            float[64Mi] -> Identity                       <= 2x tiny
+//   seq_1000x1024         seq(tensor(float)) of 1000 x float[1024]      <= 2x tiny
+//   string_10000          string[10000] -> Identity                     <= 2x tiny
+//   chain100              100 Identity nodes in a row (eliminated)      <= 2x tiny
+//   chain100_noelim       same, SessionOptions::eliminate_identity=false <= 30x tiny
+//   seed_example          the test_cc_identity_opt graph                <= 10x tiny
+//   external_256MiB_load  Session::Create + first Run, 256 MiB external initializer
+//                                                                       <= 0.05x memcpy_256MiB
+//   external_256MiB_run   Run of that session                           <= 2x tiny
+//   memcpy_256MiB         plain memcpy of 256 MiB (physical reference)
+//   copy_out_256MiB       Session::RunInto a caller buffer              >= 0.9x memcpy bandwidth
+//   tiny_throughput/threads:1|2  runs/s of one shared Session           2 threads >= 1.6x
+//
+// Extra modes (not benchmarks):
+//   idem_bench --make_external_model DIR   write DIR/model.onnx + DIR/weights.bin (256 MiB).
+//   idem_bench --rss_check DIR/model.onnx  load that model and run it without reading the output;
+//                                          measure with /usr/bin/time -v (peak RSS < 64 MiB).
+//   idem_bench --write_models DIR          the cases' models as DIR/<case>.onnx (for ONNX Runtime).
+//   idem_bench --loop=<case>:<n>   run <case> (tiny, chain100_noelim, seed_example) n times and
+//                                  exit; for callgrind/perf profiles of the Run hot path.
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "idem/idem.h"
+#include "tests/test_models.h"
+
+namespace {
+
+using idem::Buffer;
+using idem::ElementType;
+using idem::Session;
+using idem::SessionOptions;
+using idem::Value;
+namespace models = idem::testing;
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kBig = 256 * kMiB;  // bytes of the 256 MiB cases
+constexpr int64_t kBigFloats = static_cast<int64_t>(kBig / sizeof(float));
+constexpr int kOpset = 21;
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "idem_bench: %s\n", what.c_str());
+  std::exit(2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: page-aligned anonymous mappings (offset 0 within the page), touched once so the timed
+// loops never page-fault.
+
+class PageMemory {
+ public:
+  explicit PageMemory(size_t size) : size_(size) {
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) Die("mmap of " + std::to_string(size) + " bytes failed");
+    data_ = static_cast<std::byte*>(p);
+  }
+  PageMemory(const PageMemory&) = delete;
+  PageMemory& operator=(const PageMemory&) = delete;
+  ~PageMemory() { munmap(data_, size_); }
+  std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  std::byte* data_;
+  size_t size_;
+};
+
+// Source and destination of the 256 MiB copies, both page-aligned at offset 0 (glibc's memcpy of
+// large blocks is 3-4x slower when the two offsets within a page differ). The source also backs
+// the f32_256MiB feed (borrowed, not copied).
+struct BigBuffers {
+  PageMemory src{kBig};
+  PageMemory dst{kBig};
+  BigBuffers() {
+    auto* f = reinterpret_cast<float*>(src.data());
+    for (int64_t i = 0; i < kBigFloats; ++i) f[i] = static_cast<float>(i & 0xffff);
+    std::memset(dst.data(), 0xa5, kBig);
+  }
+};
+
+BigBuffers& Big() {
+  static BigBuffers* buffers = new BigBuffers();  // lives until exit
+  return *buffers;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models and feeds.
+
+Value FloatTensor(std::vector<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  std::byte* w = nullptr;
+  auto buffer = Buffer::Allocate(static_cast<size_t>(count) * sizeof(float), &w);
+  if (!buffer.ok()) Die(buffer.status().ToString());
+  auto* f = reinterpret_cast<float*>(w);
+  for (int64_t i = 0; i < count; ++i) f[i] = static_cast<float>(i);
+  auto v = Value::MakeTensor(ElementType::kFloat, std::move(shape), std::move(buffer).value());
+  if (!v.ok()) Die(v.status().ToString());
+  return std::move(v).value();
+}
+
+std::unique_ptr<Session> MakeSession(const onnx::ModelProto& model,
+                                     const SessionOptions& options = {},
+                                     std::string* error = nullptr) {
+  auto s = Session::CreateFromProto(model, "", options);
+  if (!s.ok()) {
+    if (error != nullptr) {
+      *error = s.status().ToString();
+      return nullptr;
+    }
+    Die(s.status().ToString());
+  }
+  return std::make_unique<Session>(std::move(s).value());
+}
+
+// tensor(elem) without a shape (rank unknown).
+onnx::TypeProto UnshapedTensorType(ElementType type) {
+  onnx::TypeProto t;
+  t.mutable_tensor_type()->set_elem_type(static_cast<int32_t>(type));
+  return t;
+}
+
+onnx::ModelProto FloatIdentity(std::vector<int64_t> shape, int length = 1) {
+  return models::IdentityChain(models::TensorTypeProto(ElementType::kFloat, std::move(shape)),
+                               kOpset, length);
+}
+
+// The seed's test_cc_identity_opt graph (tests/data/seed/test_cc_identity_opt/model.onnx):
+// x float[5] -> SequenceConstruct -> Optional -> Identity -> OptionalGetElement
+//   -> ConcatFromSequence(axis=0, new_axis=1) -> res float[1,5].
+onnx::ModelProto SeedExampleModel() {
+  onnx::ModelProto m;
+  m.set_ir_version(9);
+  m.set_producer_name("idem-bench");
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(16);
+  auto* g = m.mutable_graph();
+  g->set_name("test_cc_identity_opt");
+  const auto x = models::TensorTypeProto(ElementType::kFloat, {5});
+  const auto seq = models::SequenceTypeProto(x);
+  const auto opt = models::OptionalTypeProto(seq);
+  models::AddValueInfo(g->mutable_input(), "x", x);
+  models::AddValueInfo(g->mutable_output(), "res",
+                       models::TensorTypeProto(ElementType::kFloat, {1, 5}));
+  models::AddValueInfo(g->mutable_value_info(), "seq", seq);
+  models::AddValueInfo(g->mutable_value_info(), "opt", opt);
+  models::AddValueInfo(g->mutable_value_info(), "opt_out", opt);
+  models::AddValueInfo(g->mutable_value_info(), "seq_out", seq);
+  models::AddNode(g, "SequenceConstruct", {"x"}, {"seq"}, "seq_construct");
+  models::AddNode(g, "Optional", {"seq"}, {"opt"}, "make_optional");
+  models::AddNode(g, "Identity", {"opt"}, {"opt_out"}, "identity");
+  models::AddNode(g, "OptionalGetElement", {"opt_out"}, {"seq_out"}, "get_element");
+  auto* concat = models::AddNode(g, "ConcatFromSequence", {"seq_out"}, {"res"}, "concat");
+  auto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  auto* new_axis = concat->add_attribute();
+  new_axis->set_name("new_axis");
+  new_axis->set_type(onnx::AttributeProto::INT);
+  new_axis->set_i(1);
+  return m;
+}
+
+// A model folder in a fresh temp directory: model.onnx whose initializer `w` (float[64Mi],
+// 256 MiB) is external data in weights.bin (real bytes, written in 1 MiB chunks), and
+// y = Identity(w). Removed when the object dies.
+class ExternalModel {
+ public:
+  explicit ExternalModel(std::string dir = "") {
+    if (dir.empty()) {
+      std::string templ = (std::filesystem::temp_directory_path() / "idem_bench_XXXXXX").string();
+      if (mkdtemp(templ.data()) == nullptr) Die("mkdtemp failed");
+      dir_ = templ;
+      owned_ = true;
+    } else {
+      dir_ = dir;
+      std::filesystem::create_directories(dir_);
+    }
+    {
+      std::ofstream weights(dir_ + "/weights.bin", std::ios::binary);
+      std::vector<float> chunk(kMiB / sizeof(float));
+      for (size_t c = 0; c < kBig / kMiB; ++c) {
+        for (size_t i = 0; i < chunk.size(); ++i) {
+          chunk[i] = static_cast<float>(c * chunk.size() + i);
+        }
+        weights.write(reinterpret_cast<const char*>(chunk.data()),
+                      static_cast<std::streamsize>(kMiB));
+      }
+      if (!weights) Die("cannot write " + dir_ + "/weights.bin");
+    }
+    onnx::ModelProto m;
+    m.set_ir_version(10);
+    auto* op = m.add_opset_import();
+    op->set_domain("");
+    op->set_version(kOpset);
+    auto* g = m.mutable_graph();
+    g->set_name("external_256MiB");
+    auto* w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(kBigFloats);
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add_entry = [&](const std::string& key, const std::string& value) {
+      auto* e = w->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    };
+    add_entry("location", "weights.bin");
+    add_entry("offset", "0");
+    add_entry("length", std::to_string(kBig));
+    models::AddValueInfo(g->mutable_output(), "y",
+                         models::TensorTypeProto(ElementType::kFloat, {kBigFloats}));
+    models::AddNode(g, "Identity", {"w"}, {"y"}, "id0");
+    std::ofstream out(path(), std::ios::binary);
+    if (!m.SerializeToOstream(&out)) Die("cannot write " + path());
+  }
+  ExternalModel(const ExternalModel&) = delete;
+  ExternalModel& operator=(const ExternalModel&) = delete;
+  ~ExternalModel() {
+    std::error_code ec;
+    if (keep_) return;
+    if (owned_) {
+      std::filesystem::remove_all(dir_, ec);
+    } else {
+      std::filesystem::remove(path(), ec);
+      std::filesystem::remove(dir_ + "/weights.bin", ec);
+    }
+  }
+  std::string path() const { return dir_ + "/model.onnx"; }
+  void Keep() { keep_ = true; }
+
+ private:
+  std::string dir_;
+  bool owned_ = false;
+  bool keep_ = false;
+};
+
+// Created on first use, removed at exit (a static object, destroyed after main returns).
+ExternalModel& External() {
+  static ExternalModel model;
+  return model;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared fixtures (built once; Sessions are immutable and shared by all threads).
+
+struct Case {
+  std::unique_ptr<Session> session;
+  std::vector<Value> feeds;
+  std::string error;  // Session creation failed: the benchmark skips with this message
+};
+
+Case MakeTiny() { return {MakeSession(FloatIdentity({5})), {FloatTensor({5})}, {}}; }
+
+const Case& Tiny() {
+  static Case c = MakeTiny();
+  return c;
+}
+
+Value Borrowed256MiB() {
+  auto v =
+      Value::MakeTensor(ElementType::kFloat, {kBigFloats}, Buffer::Borrow(Big().src.data(), kBig));
+  if (!v.ok()) Die(v.status().ToString());
+  return std::move(v).value();
+}
+
+const Case& F32_256MiB() {
+  static Case c{MakeSession(FloatIdentity({kBigFloats})), {Borrowed256MiB()}, {}};
+  return c;
+}
+
+// Checks outside the timed loop that every output is the feed itself (zero-copy), so a fast but
+// wrong Run cannot pass.
+bool CheckAliases(benchmark::State& state, const Case& c, const Value& expected) {
+  auto out = c.session->Run(c.feeds);
+  if (!out.ok()) {
+    state.SkipWithError(out.status().ToString().c_str());
+    return false;
+  }
+  if (out->size() != 1 || !(*out)[0].SharesStorageWith(expected)) {
+    state.SkipWithError("output does not share the input's storage");
+    return false;
+  }
+  return true;
+}
+
+// The timed loop every Run case shares: one Run per iteration, outputs destroyed inside the loop
+// (their release is part of what a Run costs).
+void RunLoop(benchmark::State& state, const Case& c) {
+  for (auto _ : state) {
+    auto out = c.session->Run(c.feeds);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+void BM_tiny(benchmark::State& state) {
+  const Case& c = Tiny();
+  if (!CheckAliases(state, c, c.feeds[0])) return;
+  RunLoop(state, c);
+}
+
+void BM_f32_16MiB(benchmark::State& state) {
+  static Case c{MakeSession(FloatIdentity({4 << 20})), {FloatTensor({4 << 20})}, {}};
+  if (!CheckAliases(state, c, c.feeds[0])) return;
+  RunLoop(state, c);
+}
+
+void BM_f32_256MiB(benchmark::State& state) {
+  const Case& c = F32_256MiB();
+  if (!CheckAliases(state, c, c.feeds[0])) return;
+  RunLoop(state, c);
+}
+
+Value Sequence1000x1024() {
+  std::vector<Value> tensors;
+  for (int i = 0; i < 1000; ++i) tensors.push_back(FloatTensor({1024}));
+  auto v = Value::MakeSequence(ElementType::kFloat, std::move(tensors));
+  if (!v.ok()) Die(v.status().ToString());
+  return std::move(v).value();
+}
+
+// seq(tensor(float)) with the elements' shape undeclared (as most exporters write it): the feed
+// check is O(1). seq_1000x1024_declared declares float[1024], so every element's shape is checked.
+void BM_seq_1000x1024(benchmark::State& state) {
+  static Case c{MakeSession(models::IdentityChain(
+                    models::SequenceTypeProto(UnshapedTensorType(ElementType::kFloat)), kOpset)),
+                {Sequence1000x1024()},
+                {}};
+  if (!CheckAliases(state, c, c.feeds[0])) return;
+  RunLoop(state, c);
+}
+
+void BM_seq_1000x1024_declared(benchmark::State& state) {
+  static Case c{
+      MakeSession(models::IdentityChain(
+          models::SequenceTypeProto(models::TensorTypeProto(ElementType::kFloat, {1024})), kOpset)),
+      {Sequence1000x1024()},
+      {}};
+  if (!CheckAliases(state, c, c.feeds[0])) return;
+  RunLoop(state, c);
+}
+
+void BM_string_10000(benchmark::State& state) {
+  static Case c = [] {
+    std::vector<std::string> strings;
+    for (int i = 0; i < 10000; ++i) strings.push_back("string number " + std::to_string(i));
+    auto v = Value::MakeStringTensor({10000}, std::move(strings));
+    if (!v.ok()) Die(v.status().ToString());
+    return Case{MakeSession(models::IdentityChain(
+                    models::TensorTypeProto(ElementType::kString, {10000}), kOpset)),
+                {std::move(v).value()},
+                {}};
+  }();
+  if (!CheckAliases(state, c, c.feeds[0])) return;
+  RunLoop(state, c);
+}
+
+void BM_chain100(benchmark::State& state) {
+  static Case c{MakeSession(FloatIdentity({5}, 100)), {FloatTensor({5})}, {}};
+  if (!CheckAliases(state, c, c.feeds[0])) return;
+  RunLoop(state, c);
+}
+
+void BM_chain100_noelim(benchmark::State& state) {
+  static Case c = [] {
+    SessionOptions options;
+    options.eliminate_identity = false;
+    return Case{MakeSession(FloatIdentity({5}, 100), options), {FloatTensor({5})}, {}};
+  }();
+  if (!CheckAliases(state, c, c.feeds[0])) return;
+  RunLoop(state, c);
+}
+
+const Case& SeedExample() {
+  static Case c = [] {
+    Case k;
+    k.session = MakeSession(SeedExampleModel(), {}, &k.error);
+    k.feeds = {FloatTensor({5})};
+    return k;
+  }();
+  return c;
+}
+
+void BM_seed_example(benchmark::State& state) {
+  const Case& c = SeedExample();
+  if (!c.session) {
+    state.SkipWithError(("Session creation failed: " + c.error).c_str());
+    return;
+  }
+  auto out = c.session->Run(c.feeds);
+  if (!out.ok()) {
+    state.SkipWithError(out.status().ToString().c_str());
+    return;
+  }
+  const idem::Tensor& t = (*out)[0].tensor();
+  const auto in = c.feeds[0].tensor().data_as<float>();
+  if (t.shape().size() != 2 || t.shape()[0] != 1 || t.shape()[1] != 5 ||
+      std::memcmp(t.data().data(), in.data(), 5 * sizeof(float)) != 0) {
+    state.SkipWithError("seed_example: wrong output");
+    return;
+  }
+  RunLoop(state, c);
+}
+
+void BM_external_256MiB_load(benchmark::State& state) {
+  const std::string path = External().path();
+  for (auto _ : state) {
+    auto session = Session::Create(path);
+    if (!session.ok()) {
+      state.SkipWithError(session.status().ToString().c_str());
+      break;
+    }
+    auto out = session->Run({});
+    if (!out.ok()) {
+      state.SkipWithError(out.status().ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+void BM_external_256MiB_run(benchmark::State& state) {
+  static Case c = [] {
+    auto s = Session::Create(External().path());
+    if (!s.ok()) Die(s.status().ToString());
+    return Case{std::make_unique<Session>(std::move(s).value()), {}, {}};
+  }();
+  auto first = c.session->Run({});
+  if (!first.ok()) {
+    state.SkipWithError(first.status().ToString().c_str());
+    return;
+  }
+  const idem::Tensor& t = (*first)[0].tensor();
+  if (t.data().size() != kBig || t.data_as<float>()[12345] != 12345.0f) {
+    state.SkipWithError("external_256MiB_run: wrong output");
+    return;
+  }
+  RunLoop(state, c);
+}
+
+void BM_memcpy_256MiB(benchmark::State& state) {
+  BigBuffers& b = Big();
+  for (auto _ : state) {
+    std::memcpy(b.dst.data(), b.src.data(), kBig);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(kBig));
+  state.SetLabel("src page-aligned+0, dst page-aligned+0");
+}
+
+void BM_copy_out_256MiB(benchmark::State& state) {
+  const Case& c = F32_256MiB();
+  BigBuffers& b = Big();
+  const idem::OutputBuffer dst{b.dst.data(), kBig};
+  auto check = c.session->RunInto(c.feeds, std::span(&dst, 1));
+  if (!check.ok()) {
+    state.SkipWithError(check.status().ToString().c_str());
+    return;
+  }
+  if (std::memcmp(b.dst.data(), b.src.data(), kBig) != 0) {
+    state.SkipWithError("copy_out_256MiB: destination differs from the source");
+    return;
+  }
+  for (auto _ : state) {
+    auto shapes = c.session->RunInto(c.feeds, std::span(&dst, 1));
+    benchmark::DoNotOptimize(shapes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(kBig));
+  state.SetLabel("src page-aligned+0 (borrowed feed), dst page-aligned+0");
+}
+
+// Runs per second of one Session shared by all threads; each thread feeds its own Value (a
+// caller would), so the only shared state is the immutable Session.
+void BM_tiny_throughput(benchmark::State& state) {
+  const Case& shared = Tiny();
+  Case mine{nullptr, {FloatTensor({5})}, {}};
+  for (auto _ : state) {
+    auto out = shared.session->Run(mine.feeds);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+// Names are stable (compared over time). The summary (bench/summarize.py) reads real_time
+// medians; bytes/s and items/s printed by the library are from CPU time except for the threaded
+// case, which uses wall time (runs per second of the whole process).
+BENCHMARK(BM_tiny)->Name("tiny");
+BENCHMARK(BM_f32_16MiB)->Name("f32_16MiB");
+BENCHMARK(BM_f32_256MiB)->Name("f32_256MiB");
+BENCHMARK(BM_seq_1000x1024)->Name("seq_1000x1024");
+BENCHMARK(BM_seq_1000x1024_declared)->Name("seq_1000x1024_declared");
+BENCHMARK(BM_string_10000)->Name("string_10000");
+BENCHMARK(BM_chain100)->Name("chain100");
+BENCHMARK(BM_chain100_noelim)->Name("chain100_noelim");
+BENCHMARK(BM_seed_example)->Name("seed_example");
+BENCHMARK(BM_external_256MiB_load)->Name("external_256MiB_load")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_external_256MiB_run)->Name("external_256MiB_run");
+BENCHMARK(BM_memcpy_256MiB)->Name("memcpy_256MiB")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_copy_out_256MiB)->Name("copy_out_256MiB")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_tiny_throughput)->Name("tiny_throughput")->Threads(1)->Threads(2)->UseRealTime();
+
+// --make_external_model DIR: writes DIR/model.onnx + DIR/weights.bin (256 MiB) and keeps them.
+int MakeExternalModel(const std::string& dir) {
+  ExternalModel model(dir);
+  model.Keep();
+  std::printf("%s\n", model.path().c_str());
+  return 0;
+}
+
+// --write_models DIR: the models of the Run cases as .onnx files (for bench/ort/ort_bench.js).
+int WriteModels(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const auto write = [&](const std::string& name, const onnx::ModelProto& model) {
+    std::ofstream out(dir + "/" + name + ".onnx", std::ios::binary);
+    if (!model.SerializeToOstream(&out)) Die("cannot write " + dir + "/" + name + ".onnx");
+  };
+  write("tiny", FloatIdentity({5}));
+  write("f32_16MiB", FloatIdentity({4 << 20}));
+  write("f32_256MiB", FloatIdentity({kBigFloats}));
+  write("seq_1000x1024",
+        models::IdentityChain(models::SequenceTypeProto(UnshapedTensorType(ElementType::kFloat)),
+                              kOpset));
+  write("string_10000",
+        models::IdentityChain(models::TensorTypeProto(ElementType::kString, {10000}), kOpset));
+  write("chain100", FloatIdentity({5}, 100));
+  write("seed_example", SeedExampleModel());
+  ExternalModel external(dir + "/external_256MiB");
+  external.Keep();
+  return 0;
+}
+
+// --rss_check MODEL: loads the model (e.g. one written by --make_external_model) and runs it,
+// never touching the output's bytes. Run it under /usr/bin/time -v for the peak RSS.
+int RssCheck(const std::string& path) {
+  auto session = Session::Create(path);
+  if (!session.ok()) Die(session.status().ToString());
+  auto out = session->Run({});
+  if (!out.ok()) Die(out.status().ToString());
+  const idem::Tensor& t = (*out)[0].tensor();
+  std::printf("rss_check: y is float[%lld], %zu bytes at %p (not read)\n",
+              static_cast<long long>(t.shape()[0]), t.data().size(),
+              static_cast<const void*>(t.data().data()));
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) std::printf("rss_check: %s\n", line.c_str());
+  }
+  return 0;
+}
+
+// --loop=<case>:<n>: n Runs of one case, for profilers.
+int Loop(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const long n = colon == std::string::npos ? 1000000 : std::atol(spec.c_str() + colon + 1);
+  const Case* c = nullptr;
+  static Case noelim;
+  if (name == "tiny") {
+    c = &Tiny();
+  } else if (name == "seed_example") {
+    c = &SeedExample();
+    if (!c->session) Die(c->error);
+  } else if (name == "chain100_noelim") {
+    SessionOptions options;
+    options.eliminate_identity = false;
+    noelim = Case{MakeSession(FloatIdentity({5}, 100), options), {FloatTensor({5})}, {}};
+    c = &noelim;
+  } else {
+    Die("--loop: unknown case '" + name + "' (tiny, chain100_noelim, seed_example)");
+  }
+  size_t ok = 0;
+  for (long i = 0; i < n; ++i) ok += c->session->Run(c->feeds).ok();
+  std::printf("loop %s: %zu/%ld runs ok\n", name.c_str(), ok, n);
+  return ok == static_cast<size_t>(n) ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool single_threaded = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--make_external_model" && i + 1 < argc) return MakeExternalModel(argv[i + 1]);
+    if (arg == "--rss_check" && i + 1 < argc) return RssCheck(argv[i + 1]);
+    if (arg == "--write_models" && i + 1 < argc) return WriteModels(argv[i + 1]);
+    if (arg.rfind("--loop=", 0) == 0) return Loop(arg.substr(7));
+    if (arg == "--single_threaded_refcounts") {
+      single_threaded = true;
+      for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+      --argc;
+      --i;
+    }
+  }
+  // libstdc++ makes shared_ptr reference counts plain (non-atomic) increments while a process has
+  // never started a thread (glibc's __libc_single_threaded). Real hosts of a runtime are
+  // multi-threaded, so start and join one thread first: every case then pays atomic counts, as
+  // it would in a server. --single_threaded_refcounts skips this (and is what --loop runs).
+  if (!single_threaded) std::thread([] {}).join();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

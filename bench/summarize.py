@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Turns idem_bench's JSON (Google Benchmark, with repetitions) into a Markdown table of medians
+and the issue-5 ratios against their targets.
+
+usage: summarize.py latest.json [--rss-kib N] [--ort ort.json]
+Times are medians of real (wall) time over the repetitions; throughput is runs/s of the whole
+process. Exit status 0 when every target holds, 1 otherwise.
+"""
+import argparse
+import json
+import sys
+
+
+def load_medians(path):
+    with open(path) as f:
+        data = json.load(f)
+    medians = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        name = b.get("run_name", b["name"])
+        if b.get("error_occurred"):
+            medians[name] = {"error": b.get("error_message", "error")}
+            continue
+        unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+        entry = {"ns": b["real_time"] * unit, "cpu_ns": b["cpu_time"] * unit}
+        if "items_per_second" in b:
+            entry["items_per_second"] = b["items_per_second"]
+        # Without repetitions the single run stands in for the median.
+        if b.get("run_type") == "aggregate" or name not in medians:
+            medians[name] = entry
+    return data.get("context", {}), medians
+
+
+def fmt_time(ns):
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.2f} us"
+    return f"{ns:.1f} ns"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("json")
+    ap.add_argument("--rss-kib", type=int)
+    ap.add_argument("--ort", help="optional JSON {case: ns} from bench/ort/ort_bench.js")
+    args = ap.parse_args()
+    context, m = load_medians(args.json)
+    ort = {}
+    if args.ort:
+        with open(args.ort) as f:
+            ort = json.load(f)
+
+    def ns(name):
+        e = m.get(name)
+        return None if e is None or "error" in e else e["ns"]
+
+    tiny = ns("tiny")
+    memcpy = ns("memcpy_256MiB")
+    big = 256 << 20
+    rows = []
+    failures = 0
+
+    def row(case, value_ns, ratio_text, target, ok, note=""):
+        nonlocal failures
+        if ok is False:
+            failures += 1
+        e = m.get(case)
+        shown = fmt_time(value_ns) if value_ns is not None else (
+            "error: " + e["error"] if e and "error" in e else "missing")
+        verdict = "" if ok is None else ("yes" if ok else "**NO**")
+        ort_ns = ort.get(case)
+        rows.append((case, shown, ratio_text, target, verdict,
+                     fmt_time(ort_ns) if ort_ns else "", note))
+
+    row("tiny", tiny, "", "<= 150 ns", tiny is not None and tiny <= 150)
+    for case, limit in [("f32_16MiB", None), ("f32_256MiB", 2), ("seq_1000x1024", 2),
+                        ("seq_1000x1024_declared", None), ("string_10000", 2),
+                        ("chain100", 2), ("chain100_noelim", 30), ("seed_example", 10),
+                        ("external_256MiB_run", 2)]:
+        t = ns(case)
+        r = t / tiny if t is not None and tiny else None
+        row(case, t, f"{r:.2f}x tiny" if r is not None else "",
+            f"<= {limit}x tiny" if limit else "(informative)",
+            None if limit is None else (r is not None and r <= limit))
+    load = ns("external_256MiB_load")
+    r = load / memcpy if load and memcpy else None
+    row("external_256MiB_load", load, f"{r:.4f}x memcpy" if r is not None else "",
+        "<= 0.05x memcpy_256MiB", r is not None and r <= 0.05)
+    row("memcpy_256MiB", memcpy, f"{big / memcpy:.2f} GB/s" if memcpy else "", "(reference)",
+        None, "src/dst page-aligned, same offset")
+    copy = ns("copy_out_256MiB")
+    r = memcpy / copy if copy and memcpy else None
+    row("copy_out_256MiB", copy,
+        f"{big / copy:.2f} GB/s = {r:.2f}x memcpy" if r is not None else "",
+        ">= 0.9x memcpy bandwidth", r is not None and r >= 0.9,
+        "src/dst page-aligned, same offset")
+    t1 = m.get("tiny_throughput/real_time/threads:1", {}).get("items_per_second")
+    t2 = m.get("tiny_throughput/real_time/threads:2", {}).get("items_per_second")
+    r = t2 / t1 if t1 and t2 else None
+    rows.append(("tiny_throughput/threads:1", f"{t1 / 1e6:.2f} M runs/s" if t1 else "missing",
+                 "", "(reference)", "", "", "one Session, 1 thread"))
+    ok = r is not None and r >= 1.6
+    failures += 0 if ok else 1
+    rows.append(("tiny_throughput/threads:2", f"{t2 / 1e6:.2f} M runs/s" if t2 else "missing",
+                 f"{r:.2f}x 1 thread" if r else "", ">= 1.6x 1 thread",
+                 "yes" if ok else "**NO**", "", "one Session shared by 2 threads"))
+    if args.rss_kib is not None:
+        mib = args.rss_kib / 1024
+        ok = mib < 64
+        failures += 0 if ok else 1
+        rows.append(("rss: load + run external_256MiB", f"{mib:.1f} MiB peak RSS", "",
+                     "< 64 MiB", "yes" if ok else "**NO**", "", "/usr/bin/time -v"))
+
+    header = ["case", "median", "ratio", "target", "met"]
+    if ort:
+        header.append(f"ONNX Runtime {ort.get('_version', '')} via Node.js")
+    header.append("note")
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    for r in rows:
+        cells = list(r[:5]) + ([r[5]] if ort else []) + [r[6]]
+        print("| " + " | ".join(cells) + " |")
+    print()
+    print(f"host: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs, "
+          f"load average at start {context.get('load_avg', '?')}, "
+          f"idem built Release (the 'library build' Google Benchmark reports is Debian's "
+          f"libbenchmark: {context.get('library_build_type', '?')})")
+    print(f"targets met: {'all' if failures == 0 else f'{failures} missed'}")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
