@@ -21,7 +21,51 @@
 
 namespace idem {
 
-class Value;
+class Tensor;
+class Sequence;
+class Optional;
+
+class Value {
+ public:
+  // A null handle; only useful as a placeholder. Every accessor below requires a non-null Value.
+  Value() = default;
+
+  // `data` must hold exactly PackedByteSize(type, product(shape)) bytes; dims must be >= 0.
+  static Result<Value> MakeTensor(ElementType type, std::vector<int64_t> shape, Buffer data);
+  static Result<Value> MakeStringTensor(std::vector<int64_t> shape,
+                                        std::vector<std::string> strings);
+  // Every element must be a tensor of `element_type`.
+  static Result<Value> MakeSequence(ElementType element_type, std::vector<Value> tensors);
+  // `element` must be a tensor or a sequence.
+  static Result<Value> MakeOptional(Value element);
+  // As above with the element's type given (e.g. known at plan time), so no Type is built per
+  // call; `element_type` must have the element's structure (kind and element types).
+  static Result<Value> MakeOptional(Value element, Type element_type);
+  // `element_type` must be a tensor or sequence type.
+  static Result<Value> MakeEmptyOptional(Type element_type);
+
+  bool is_null() const { return !node_; }
+  ValueKind kind() const;
+  bool is_tensor() const { return kind() == ValueKind::kTensor; }
+  bool is_sequence() const { return kind() == ValueKind::kSequence; }
+  bool is_optional() const { return kind() == ValueKind::kOptional; }
+
+  // Preconditions: the matching kind.
+  const Tensor& tensor() const;
+  const Sequence& sequence() const;
+  const Optional& optional() const;
+
+  // The value's type; tensor shapes are the concrete shapes.
+  Type type() const;
+
+  // True when both handles refer to the same stored value (used to prove zero-copy).
+  bool SharesStorageWith(const Value& other) const { return node_ == other.node_; }
+
+ private:
+  struct Node;
+  explicit Value(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
+  std::shared_ptr<const Node> node_;
+};
 
 class Tensor {
  public:
@@ -51,10 +95,9 @@ class Tensor {
 class Sequence {
  public:
   ElementType element_type() const { return element_type_; }
-  size_t size() const;
-  // size(), at() and values() are defined after Value: they need it complete (clang insists).
-  const Value& at(size_t index) const;
-  std::span<const Value> values() const;
+  size_t size() const { return tensors_.size(); }
+  const Value& at(size_t index) const { return tensors_[index]; }
+  std::span<const Value> values() const { return tensors_; }
 
  private:
   friend class Value;
@@ -66,58 +109,15 @@ class Optional {
  public:
   // The contained type: tensor(t) or seq(tensor(t)), also for an empty optional.
   const Type& element_type() const { return element_type_; }
-  bool has_value() const { return static_cast<bool>(value_); }
+  bool has_value() const { return !value_.is_null(); }
   // Precondition: has_value().
-  const Value& value() const { return *value_; }
+  const Value& value() const { return value_; }
 
  private:
   friend class Value;
   Type element_type_;
-  std::shared_ptr<const Value> value_;
+  Value value_;  // null when empty
 };
-
-class Value {
- public:
-  // A null handle; only useful as a placeholder. Every accessor below requires a non-null Value.
-  Value() = default;
-
-  // `data` must hold exactly PackedByteSize(type, product(shape)) bytes; dims must be >= 0.
-  static Result<Value> MakeTensor(ElementType type, std::vector<int64_t> shape, Buffer data);
-  static Result<Value> MakeStringTensor(std::vector<int64_t> shape,
-                                        std::vector<std::string> strings);
-  // Every element must be a tensor of `element_type`.
-  static Result<Value> MakeSequence(ElementType element_type, std::vector<Value> tensors);
-  // `element` must be a tensor or a sequence.
-  static Result<Value> MakeOptional(Value element);
-  // `element_type` must be a tensor or sequence type.
-  static Result<Value> MakeEmptyOptional(Type element_type);
-
-  bool is_null() const { return !node_; }
-  ValueKind kind() const;
-  bool is_tensor() const { return kind() == ValueKind::kTensor; }
-  bool is_sequence() const { return kind() == ValueKind::kSequence; }
-  bool is_optional() const { return kind() == ValueKind::kOptional; }
-
-  // Preconditions: the matching kind.
-  const Tensor& tensor() const;
-  const Sequence& sequence() const;
-  const Optional& optional() const;
-
-  // The value's type; tensor shapes are the concrete shapes.
-  Type type() const;
-
-  // True when both handles refer to the same stored value (used to prove zero-copy).
-  bool SharesStorageWith(const Value& other) const { return node_ == other.node_; }
-
- private:
-  struct Node;
-  explicit Value(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
-  std::shared_ptr<const Node> node_;
-};
-
-inline size_t Sequence::size() const { return tensors_.size(); }
-inline const Value& Sequence::at(size_t index) const { return tensors_[index]; }
-inline std::span<const Value> Sequence::values() const { return tensors_; }
 
 // Compares exactly: kind, element type, shape, sequence length, optional presence and bits (a NaN
 // equals only a NaN with the same bits; -0.0 differs from 0.0; padding bits of 4- and 2-bit types

@@ -98,15 +98,48 @@ Result<Value> Value::MakeSequence(ElementType element_type, std::vector<Value> t
   return Value(std::move(node));
 }
 
+namespace {
+
+// Whether `value` has the kind and element types of `type` (shapes are not compared), without
+// building the value's Type.
+bool HasStructure(const Value& value, const Type& type) {
+  if (value.kind() != type.kind()) return false;
+  switch (value.kind()) {
+    case ValueKind::kTensor:
+      return value.tensor().element_type() == type.element_type();
+    case ValueKind::kSequence:
+      return type.element().is_tensor() &&
+             value.sequence().element_type() == type.element().element_type();
+    case ValueKind::kOptional:
+      return value.optional().element_type().SameStructure(type.element());
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<Value> Value::MakeOptional(Value element) {
+  if (element.is_null()) {
+    return Status(StatusCode::kInvalidArgument, "an optional cannot hold a null value");
+  }
+  Type element_type = element.type();
+  return MakeOptional(std::move(element), std::move(element_type));
+}
+
+Result<Value> Value::MakeOptional(Value element, Type element_type) {
   if (element.is_null() || element.is_optional()) {
     return Status(StatusCode::kInvalidArgument,
                   "an optional holds a tensor or a sequence, not an optional");
   }
+  if (!HasStructure(element, element_type)) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("optional of {} cannot hold a {}", element_type.ToString(),
+                              element.type().ToString()));
+  }
   auto node = std::make_shared<Node>();
   Optional& o = node->payload.emplace<Optional>();
-  o.element_type_ = element.type();
-  o.value_ = std::make_shared<const Value>(std::move(element));
+  o.element_type_ = std::move(element_type);
+  o.value_ = std::move(element);
   return Value(std::move(node));
 }
 

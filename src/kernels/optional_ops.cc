@@ -18,14 +18,15 @@ std::vector<Type> TensorAndSequenceTypes() {
 
 // ---- Optional ---------------------------------------------------------------------------------
 
-// With an input, wraps it; without one, returns the same empty optional (built once from the
-// `type` attribute) on every run.
+// With an input, wraps it (with the element type resolved at plan time, so no Type is built per
+// run); without one, returns the same empty optional (built once from the `type` attribute).
 class OptionalKernel final : public Kernel {
  public:
-  explicit OptionalKernel(Value empty) : empty_(std::move(empty)) {}
+  OptionalKernel(Type element_type, Value empty)
+      : element_type_(std::move(element_type)), empty_(std::move(empty)) {}
   Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
     if (!inputs.empty() && inputs[0] != nullptr) {
-      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeOptional(*inputs[0]));
+      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeOptional(*inputs[0], element_type_));
     } else {
       outputs[0] = empty_;
     }
@@ -33,6 +34,7 @@ class OptionalKernel final : public Kernel {
   }
 
  private:
+  Type element_type_;
   Value empty_;  // null when the node has an input
 };
 
@@ -91,9 +93,9 @@ KernelSchema OptionalSchema() {
     IDEM_ASSIGN_OR_RETURN(Type element, OptionalElementType(ctx));
     Value empty;
     if (!HasInput(ctx)) {
-      IDEM_ASSIGN_OR_RETURN(empty, Value::MakeEmptyOptional(std::move(element)));
+      IDEM_ASSIGN_OR_RETURN(empty, Value::MakeEmptyOptional(element));
     }
-    return MakeKernel<OptionalKernel>(std::move(empty));
+    return MakeKernel<OptionalKernel>(std::move(element), std::move(empty));
   };
   return s;
 }
