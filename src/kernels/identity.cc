@@ -9,7 +9,9 @@ namespace {
 class IdentityKernel final : public Kernel {
  public:
   Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
-    outputs[0] = *inputs[0];
+    // The runtime may pass the output slot as the input (KernelSchema::output_is_input); skip the
+    // self-assignment, which would still cost two atomic reference-count updates.
+    if (&outputs[0] != inputs[0]) outputs[0] = *inputs[0];
     return {};
   }
 };

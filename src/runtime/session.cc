@@ -14,6 +14,28 @@
 namespace idem {
 namespace {
 
+// Allocates whole, 64-byte-aligned cache lines. The session's run-time tables use it so that no
+// line they sit on is shared with memory another thread writes (a caller's values, their
+// reference counts): otherwise every Run on one thread would evict the lines the other thread
+// reads, and two threads would run slower than one.
+template <typename T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr size_t kLine = 64;
+  CacheLineAllocator() = default;
+  template <typename U>
+  explicit CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(size_t n) {
+    const size_t bytes = (n * sizeof(T) + kLine - 1) / kLine * kLine;
+    return static_cast<T*>(::operator new (bytes, std::align_val_t{kLine}));
+  }
+  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{kLine}); }
+  bool operator==(const CacheLineAllocator&) const { return true; }
+};
+
+template <typename T>
+using HotVector = std::vector<T, CacheLineAllocator<T>>;
+
 // What Run() checks a feed against, flattened at Session creation so the per-run check is a few
 // compares with no Status, string or allocation. When the fast check fails (or cannot decide),
 // CheckFeeds() runs to produce the exact error; the fast check never accepts what CheckFeeds
@@ -22,9 +44,9 @@ struct FeedCheck {
   ValueKind kind = ValueKind::kTensor;
   // tensor: its element type; sequence: its elements' (kUndefined accepts any).
   ElementType element = ElementType::kUndefined;
-  bool has_shape = false;     // tensor (or sequence element) declares a shape: check rank + dims
-  bool slow = false;          // not covered (optionals, unusual types): always use CheckFeeds
-  std::vector<int64_t> dims;  // declared dims, -1 where symbolic or unknown
+  bool has_shape = false;   // tensor (or sequence element) declares a shape: check rank + dims
+  bool slow = false;        // not covered (optionals, unusual types): always use CheckFeeds
+  HotVector<int64_t> dims;  // declared dims, -1 where symbolic or unknown
 };
 
 // A step flattened for the run loop: no pointer chasing through unique_ptr/vector members.
@@ -44,17 +66,19 @@ struct FlatStep {
 
 }  // namespace
 
-struct Session::Impl {
+// Over-aligned so the struct owns its cache lines (see CacheLineAllocator).
+struct alignas(64) Session::Impl {
   Plan plan;
   SessionOptions options;
   std::string source;
   // Derived from `plan` once, for Run's hot path.
-  std::vector<FeedCheck> feed_checks;
-  std::vector<FlatStep> steps;
-  std::vector<ValueRef> step_inputs;
+  HotVector<FeedCheck> feed_checks;
+  HotVector<FlatStep> steps;
+  HotVector<ValueRef> step_inputs;
+  HotVector<ValueRef> output_refs;  // plan.output_refs
   // Per output: move (rather than copy) the computed value out, because no later output refers to
   // the same slot and the run's slots die right after.
-  std::vector<uint8_t> move_output;
+  HotVector<uint8_t> move_output;
 };
 
 namespace {
@@ -154,11 +178,11 @@ Result<std::vector<Value>> RunPlan(const Session::Impl& impl, std::span<const Va
                                    std::span<const Value> overrides) {
   const Plan& plan = impl.plan;
   std::vector<Value> outputs;
-  outputs.reserve(plan.output_refs.size());
+  outputs.reserve(impl.output_refs.size());
   if (impl.steps.empty()) {
     // Nothing to compute (every node was an erased Identity): outputs are feeds or constants.
     const Sources sources(feeds, overrides, plan.constants, nullptr);
-    for (const ValueRef& ref : plan.output_refs) outputs.push_back(*sources.Get(ref));
+    for (const ValueRef& ref : impl.output_refs) outputs.push_back(*sources.Get(ref));
     return outputs;
   }
   SmallArray<Value, 128> computed(static_cast<size_t>(plan.computed_count));
@@ -183,8 +207,8 @@ Result<std::vector<Value>> RunPlan(const Session::Impl& impl, std::span<const Va
       return std::move(status).WithContext(plan.steps[s].label);
     }
   }
-  for (size_t o = 0; o < plan.output_refs.size(); ++o) {
-    const ValueRef ref = plan.output_refs[o];
+  for (size_t o = 0; o < impl.output_refs.size(); ++o) {
+    const ValueRef ref = impl.output_refs[o];
     if (impl.move_output[o]) {
       outputs.push_back(std::move(computed[static_cast<size_t>(ref.index)]));
     } else {
@@ -248,6 +272,7 @@ void PrepareHotPath(Session::Impl& impl) {
     impl.step_inputs.insert(impl.step_inputs.end(), step.inputs.begin(), step.inputs.end());
   }
 
+  impl.output_refs.assign(plan.output_refs.begin(), plan.output_refs.end());
   impl.move_output.assign(plan.output_refs.size(), 0);
   for (size_t o = 0; o < plan.output_refs.size(); ++o) {
     const ValueRef ref = plan.output_refs[o];
