@@ -96,8 +96,8 @@ def main():
         f"{big / copy:.2f} GB/s = {r:.2f}x memcpy" if r is not None else "",
         ">= 0.9x memcpy bandwidth", r is not None and r >= 0.9,
         "src/dst page-aligned, same offset")
-    t1 = m.get("tiny_throughput/real_time/threads:1", {}).get("items_per_second")
-    t2 = m.get("tiny_throughput/real_time/threads:2", {}).get("items_per_second")
+    t1 = m.get("tiny_throughput/threads/1/manual_time", {}).get("items_per_second")
+    t2 = m.get("tiny_throughput/threads/2/manual_time", {}).get("items_per_second")
     r = t2 / t1 if t1 and t2 else None
     rows.append(("tiny_throughput/threads:1", f"{t1 / 1e6:.2f} M runs/s" if t1 else "missing",
                  "", "(reference)", "", "", "one Session, 1 thread"))
