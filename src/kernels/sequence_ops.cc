@@ -248,9 +248,11 @@ class SequenceInsertKernel final : public Kernel {
     }
     std::vector<Value> tensors;
     tensors.reserve(sequence.size() + 1);
-    tensors.insert(tensors.end(), sequence.values().begin(), sequence.values().begin() + index);
+    tensors.insert(tensors.end(), sequence.values().begin(),
+                   sequence.values().begin() + static_cast<std::ptrdiff_t>(index));
     tensors.push_back(tensor);
-    tensors.insert(tensors.end(), sequence.values().begin() + index, sequence.values().end());
+    tensors.insert(tensors.end(), sequence.values().begin() + static_cast<std::ptrdiff_t>(index),
+                   sequence.values().end());
     IDEM_ASSIGN_OR_RETURN(outputs[0],
                           Value::MakeSequence(sequence.element_type(), std::move(tensors)));
     return {};
