@@ -174,14 +174,8 @@ onnx::ModelProto SeedExampleModel() {
   models::AddNode(g, "Identity", {"opt"}, {"opt_out"}, "identity");
   models::AddNode(g, "OptionalGetElement", {"opt_out"}, {"seq_out"}, "get_element");
   auto* concat = models::AddNode(g, "ConcatFromSequence", {"seq_out"}, {"res"}, "concat");
-  auto* axis = concat->add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(0);
-  auto* new_axis = concat->add_attribute();
-  new_axis->set_name("new_axis");
-  new_axis->set_type(onnx::AttributeProto::INT);
-  new_axis->set_i(1);
+  models::AddIntAttribute(concat, "axis", 0);
+  models::AddIntAttribute(concat, "new_axis", 1);
   return m;
 }
 

@@ -32,10 +32,7 @@ using E = ElementType;
 onnx::TypeProto SeqOf(ElementType type) { return SequenceTypeProto(Unshaped(type)); }
 
 void SetInt(onnx::ModelProto& m, const std::string& name, int64_t value) {
-  auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
+  testing::AddIntAttribute(m.mutable_graph()->mutable_node(0), name, value);
 }
 
 Value Int64Scalar(int64_t v) { return MakeTensorOf<int64_t>(E::kInt64, {}, {v}); }
@@ -685,14 +682,8 @@ TEST(SequencePipelineTest, SeedSiblingStacksTwoTensors) {
   AddNode(g, "SequenceConstruct", {"a", "b"}, {"seq"});
   AddNode(g, "Identity", {"seq"}, {"seq_out"});
   auto* concat = AddNode(g, "ConcatFromSequence", {"seq_out"}, {"res"});
-  auto* axis = concat->add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(0);
-  auto* new_axis = concat->add_attribute();
-  new_axis->set_name("new_axis");
-  new_axis->set_type(onnx::AttributeProto::INT);
-  new_axis->set_i(1);
+  testing::AddIntAttribute(concat, "axis", 0);
+  testing::AddIntAttribute(concat, "new_axis", 1);
   for (bool eliminate : {true, false}) {
     SessionOptions options;
     options.eliminate_identity = eliminate;

@@ -56,6 +56,13 @@ inline onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& op,
   return n;
 }
 
+inline void AddIntAttribute(onnx::NodeProto* node, const std::string& name, int64_t value) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
 // x -> Identity (n times) -> y, both of `type`.
 inline onnx::ModelProto IdentityChain(const onnx::TypeProto& type, int opset, int length = 1,
                                       int ir = 10) {
