@@ -107,6 +107,16 @@ TEST(SessionTest, StructuralErrors) {
   }
 }
 
+// A long cycle is found without recursion: 200,000 nodes must not overflow the stack.
+TEST(SessionTest, LongCycleIsReportedWithoutDeepRecursion) {
+  auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {1}), 16, 200000);
+  m.mutable_graph()->mutable_node(0)->set_input(0, "t199998");  // id0 reads the chain's end
+  const std::string e = PlanError(m);
+  EXPECT_NE(e.find("node 'id0' (Identity-16): input 't199998' is part of a cycle: node 'id0'"),
+            std::string::npos)
+      << e.substr(0, 200);
+}
+
 TEST(SessionTest, FeedsAreCheckedWithNames) {
   auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {2, 3}), 16);
   Session s = Session::CreateFromProto(m).value();

@@ -81,31 +81,40 @@ std::string DescribeRejection(const KernelRegistry& registry, const KernelSchema
   return message;
 }
 
-// Finds a cycle through `start` in the producer graph, as "a -> b -> a" (node labels).
+// Finds a cycle through `start`, in data-flow order: "A -> B -> A" (A produces an input of B).
+// Breadth-first and iterative, so a hostile graph of a million nodes cannot overflow the stack.
 std::string FindCycle(const GraphDef& graph, const std::unordered_map<std::string, int>& producer,
                       int start) {
-  // Depth-first search from start's inputs back to start.
-  std::vector<int> path;
-  std::set<int> visited;
-  std::function<bool(int)> dfs = [&](int node) -> bool {
+  // Edges go from a node to the producers of its inputs; parent[p] is the node that reached p.
+  std::unordered_map<int, int> parent;
+  std::vector<int> queue = {start};
+  for (size_t head = 0; head < queue.size(); ++head) {
+    const int node = queue[head];
     for (const std::string& in : graph.nodes[node].inputs) {
       auto it = producer.find(in);
       if (it == producer.end()) continue;
       if (it->second == start) {
-        path.push_back(node);
-        return true;
+        // start -> node -> parent[node] -> ... -> start; long cycles are elided in the middle.
+        std::vector<int> cycle = {start};
+        for (int n = node; n != start; n = parent.at(n)) cycle.push_back(n);
+        cycle.push_back(start);
+        constexpr size_t kShown = 8;
+        std::string out;
+        for (size_t k = 0; k < cycle.size(); ++k) {
+          if (cycle.size() > kShown && k == kShown / 2) {
+            out += fmt::format(" -> ... ({} more nodes)", cycle.size() - kShown);
+            k = cycle.size() - kShown / 2 - 1;
+            continue;
+          }
+          if (k > 0) out += " -> ";
+          out += graph.nodes[cycle[k]].Label(cycle[k]);
+        }
+        return out;
       }
-      if (visited.insert(it->second).second && dfs(it->second)) {
-        path.push_back(node);
-        return true;
-      }
+      if (parent.emplace(it->second, node).second) queue.push_back(it->second);
     }
-    return false;
-  };
-  if (!dfs(start)) return {};
-  std::string out = graph.nodes[start].Label(start);
-  for (int n : path) out += " <- " + graph.nodes[n].Label(n);
-  return out;
+  }
+  return {};
 }
 
 // A type for a mismatch message: ONNX notation when the structures differ, shapes otherwise.
