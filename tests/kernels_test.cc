@@ -97,7 +97,7 @@ TEST(IdentityKernelTest, ReturnsTheSameValueObject) {
   node.op_type = "Identity";
   Type t = Type::Tensor(ElementType::kFloat);
   const Type* types[] = {&t};
-  auto kernel = s->create(NodeContext{node, 16, types}).value();
+  auto kernel = s->create(NodeContext{node, 16, types, Limits{}}).value();
   std::vector<std::byte> bytes(1 << 20);
   Value x =
       Value::MakeTensor(ElementType::kFloat, {1 << 18}, Buffer::Borrow(bytes.data(), bytes.size()))
