@@ -206,11 +206,7 @@ class ExternalModel {
       }
       if (!weights) Die("cannot write " + dir_ + "/weights.bin");
     }
-    onnx::ModelProto m;
-    m.set_ir_version(10);
-    auto* op = m.add_opset_import();
-    op->set_domain("");
-    op->set_version(kOpset);
+    onnx::ModelProto m = models::EmptyModel(kOpset, 10);
     auto* g = m.mutable_graph();
     g->set_name("external_256MiB");
     auto* w = g->add_initializer();

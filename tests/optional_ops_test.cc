@@ -214,11 +214,7 @@ void SetInt(onnx::NodeProto* node, const std::string& name, int64_t value) {
 // x: float[5] -> SequenceConstruct -> Optional -> Identity -> OptionalGetElement
 //   -> ConcatFromSequence(axis=0, new_axis=1) -> res: float[1,5], IR 9, opset 16.
 TEST(OptionalPipelineTest, SeedExampleRoundTripsWithoutCopying) {
-  onnx::ModelProto m;
-  m.set_ir_version(9);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(16);
+  onnx::ModelProto m = testing::EmptyModel(16, 9);
   auto* g = m.mutable_graph();
   AddValueInfo(g->mutable_input(), "x", TensorTypeProto(E::kFloat, {5}));
   AddValueInfo(g->mutable_output(), "res", TensorTypeProto(E::kFloat, {1, 5}));

@@ -195,11 +195,7 @@ TEST(SessionTest, GraphInputThatIsAlsoAnOutputReturnsTheFedValue) {
 // empty optionals, and a graph input that is also a graph output): every result must be exactly
 // what was fed. Run under ThreadSanitizer by scripts/sanitize.sh thread.
 onnx::ModelProto MixedModel() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(16);
+  onnx::ModelProto m = testing::EmptyModel(16, 8);
   auto* g = m.mutable_graph();
   const std::vector<std::pair<std::string, onnx::TypeProto>> io = {
       {"f", TensorTypeProto(ElementType::kFloat, {-1})},

@@ -670,11 +670,7 @@ TEST(SplitToSequenceTest, Bfloat16NeedsOpset24) {
 // The seed's sibling example, built in memory: SequenceConstruct(a, b) -> Identity ->
 // ConcatFromSequence(axis=0, new_axis=1), with and without Identity elimination.
 TEST(SequencePipelineTest, SeedSiblingStacksTwoTensors) {
-  onnx::ModelProto m;
-  m.set_ir_version(7);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(14);
+  onnx::ModelProto m = testing::EmptyModel(14, 7);
   auto* g = m.mutable_graph();
   AddValueInfo(g->mutable_input(), "a", TensorTypeProto(E::kFloat, {1, 2, 2}));
   AddValueInfo(g->mutable_input(), "b", TensorTypeProto(E::kFloat, {1, 2, 2}));

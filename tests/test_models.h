@@ -38,6 +38,16 @@ inline onnx::TypeProto OptionalTypeProto(const onnx::TypeProto& element) {
   return t;
 }
 
+// An empty model at IR version `ir` importing the default domain at `opset`.
+inline onnx::ModelProto EmptyModel(int64_t opset, int64_t ir) {
+  onnx::ModelProto m;
+  m.set_ir_version(ir);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  return m;
+}
+
 inline void AddValueInfo(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* list,
                          const std::string& name, const onnx::TypeProto& type) {
   auto* v = list->Add();
@@ -66,11 +76,7 @@ inline void AddIntAttribute(onnx::NodeProto* node, const std::string& name, int6
 // x -> Identity (n times) -> y, both of `type`.
 inline onnx::ModelProto IdentityChain(const onnx::TypeProto& type, int opset, int length = 1,
                                       int ir = 10) {
-  onnx::ModelProto m;
-  m.set_ir_version(ir);
-  auto* op = m.add_opset_import();
-  op->set_domain("");
-  op->set_version(opset);
+  onnx::ModelProto m = EmptyModel(opset, ir);
   auto* g = m.mutable_graph();
   g->set_name("chain");
   AddValueInfo(g->mutable_input(), "x", type);
@@ -100,11 +106,7 @@ struct Io {
 // omitted input) and whose outputs are graph outputs.
 inline onnx::ModelProto OneNode(const std::string& op, int opset, const std::vector<Io>& inputs,
                                 const std::vector<Io>& outputs) {
-  onnx::ModelProto m;
-  m.set_ir_version(10);
-  auto* opset_import = m.add_opset_import();
-  opset_import->set_domain("");
-  opset_import->set_version(opset);
+  onnx::ModelProto m = EmptyModel(opset, 10);
   auto* g = m.mutable_graph();
   g->set_name("one_node");
   std::vector<std::string> in_names, out_names;
