@@ -180,11 +180,8 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
   }
   for (auto& p : *g.mutable_initializer()) {
     if (p.name().empty()) return Bad("an initializer has no name");
-    auto value = TensorFromProto(p, context);
-    if (!value.ok()) {
-      return std::move(value).take_status().WithContext(fmt::format("initializer '{}'", p.name()));
-    }
-    graph.initializers.push_back({p.name(), std::move(value).value()});
+    IDEM_ASSIGN_OR_RETURN(Value value, TensorFromProto(p, context, "initializer"));
+    graph.initializers.push_back({p.name(), std::move(value)});
   }
   graph.nodes.reserve(static_cast<size_t>(g.node_size()));
   for (int n = 0; n < g.node_size(); ++n) {

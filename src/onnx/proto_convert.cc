@@ -211,9 +211,10 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
 
 }  // namespace
 
-Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context) {
+Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
+                              std::string_view role) {
   const std::string label =
-      p.name().empty() ? std::string("tensor") : fmt::format("tensor '{}'", p.name());
+      p.name().empty() ? std::string(role) : fmt::format("{} '{}'", role, p.name());
   auto type_or = ElementTypeFromCode(p.data_type());
   if (!type_or) {
     return Status(p.data_type() == 0 ? StatusCode::kInvalidModel : StatusCode::kUnsupported,

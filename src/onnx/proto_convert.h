@@ -32,8 +32,9 @@ struct LoadContext {
 };
 
 // Converts a TensorProto. May move raw_data out of `proto` to avoid a copy (the proto is left
-// valid but its raw_data is unspecified afterwards).
-Result<Value> TensorFromProto(onnx::TensorProto& proto, const LoadContext& context);
+// valid but its raw_data is unspecified afterwards). Errors start with "`role` 'name'".
+Result<Value> TensorFromProto(onnx::TensorProto& proto, const LoadContext& context,
+                              std::string_view role = "tensor");
 
 Result<Type> TypeFromProto(const onnx::TypeProto& proto, const Limits& limits);
 
