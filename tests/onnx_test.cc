@@ -109,6 +109,21 @@ TEST(ValueBytesTest, MessageIsChosenByDeclaredType) {
   EXPECT_EQ(e.type().ToString(), "optional(seq(tensor(int64)))");
 }
 
+TEST(ValueBytesTest, SequenceBytesDeclaredAsTensorAreNamedAsSuch) {
+  onnx::SequenceProto seq;
+  seq.set_elem_type(onnx::SequenceProto::TENSOR);
+  auto* t = seq.add_tensor_values();
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(1);
+  t->add_float_data(1.0f);
+  const std::string bytes = seq.SerializeAsString();
+  auto r = ValueFromProtoBytes(std::as_bytes(std::span(bytes)), Type::Tensor(ElementType::kFloat),
+                               {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("do not hold a TensorProto"), std::string::npos)
+      << r.status().message();
+}
+
 TEST(ValueBytesTest, RoundTripsEveryKind) {
   auto t = Value::MakeStringTensor({2}, {std::string("\0x", 2), "\xc3\x28"}).value();
   auto s = Value::MakeSequence(ElementType::kString, {t, t}).value();

@@ -406,6 +406,13 @@ Result<Value> ValueFromProtoBytes(std::span<const std::byte> bytes, const Type& 
     case ValueKind::kTensor: {
       onnx::TensorProto p;
       IDEM_RETURN_IF_ERROR(Parse(p, bytes, "TensorProto"));
+      // SequenceProto and OptionalProto bytes also parse as a TensorProto (their field numbers
+      // overlap); say so rather than report the odd fields that result.
+      if (p.has_segment() || p.data_type() == 0) {
+        return Bad(fmt::format("the {} bytes do not hold a TensorProto (the declared type is {}; "
+                               "a SequenceProto or OptionalProto?)",
+                               bytes.size(), declared.ToString()));
+      }
       return TensorFromProto(p, context);
     }
     case ValueKind::kSequence: {
