@@ -151,6 +151,24 @@ TEST(SessionTest, InitializerThatIsAlsoAnInputCanBeOverridden) {
   EXPECT_TRUE(out[0].SharesStorageWith(fed));
 }
 
+// A ModelProto handed over as an rvalue gives its initializer bytes to the session: the output of
+// Identity(initializer) is those very bytes.
+TEST(SessionTest, ConsumedProtoKeepsInitializerBytesWithoutCopy) {
+  auto m = testing::EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(1024);
+  w->mutable_raw_data()->assign(4096, '\x07');
+  const void* bytes = w->raw_data().data();
+  AddValueInfo(g->mutable_output(), "y", TensorTypeProto(ElementType::kFloat, {1024}));
+  AddNode(g, "Identity", {"w"}, {"y"}, "id0");
+  Session s = Session::CreateFromProto(std::move(m)).value();
+  auto out = s.Run(std::span<const Value>()).value();
+  EXPECT_EQ(static_cast<const void*>(out[0].tensor().data().data()), bytes);
+}
+
 TEST(SessionTest, RunIntoCopiesIntoCallerMemoryAndRefusesWhatItCannotCopy) {
   auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {4}), 16);
   Session s = Session::CreateFromProto(m).value();

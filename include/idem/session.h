@@ -76,8 +76,12 @@ class alignas(64) Session {
   static Result<Session> CreateFromBytes(std::span<const std::byte> bytes,
                                          const std::string& base_dir = "",
                                          const SessionOptions& options = {});
+  // Copies `model` (initializer payloads included); pass an rvalue to move them instead.
   static Result<Session> CreateFromProto(const onnx::ModelProto& model,
                                          const std::string& base_dir = "",
+                                         const SessionOptions& options = {});
+  // Consumes `model`: initializer payloads are moved into the session, not copied.
+  static Result<Session> CreateFromProto(onnx::ModelProto&& model, const std::string& base_dir = "",
                                          const SessionOptions& options = {});
 
   Session(Session&&) noexcept;

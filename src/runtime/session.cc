@@ -330,8 +330,14 @@ Result<Session> Session::CreateFromBytes(std::span<const std::byte> bytes,
 
 Result<Session> Session::CreateFromProto(const onnx::ModelProto& model, const std::string& base_dir,
                                          const SessionOptions& options) {
-  onnx::ModelProto copy = model;  // the loader consumes its argument
-  return Finish(LoadGraphFromProto(copy, base_dir, options.limits), options, &SessionFactory::Make);
+  onnx::ModelProto copy = model;
+  return CreateFromProto(std::move(copy), base_dir, options);
+}
+
+Result<Session> Session::CreateFromProto(onnx::ModelProto&& model, const std::string& base_dir,
+                                         const SessionOptions& options) {
+  return Finish(LoadGraphFromProto(model, base_dir, options.limits), options,
+                &SessionFactory::Make);
 }
 
 std::span<const ValueInfo> Session::inputs() const { return impl_->plan.feeds; }
