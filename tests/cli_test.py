@@ -59,6 +59,20 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.stdout, r2.stdout)
         self.assertEqual([f for f in os.listdir(out_dir) if f.startswith(".")], [])
 
+    def test_npy_feeds_an_optional_tensor_input(self):
+        opt = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.INT64, [3]))
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="id0")], "g",
+                                  [helper.make_value_info("x", opt)],
+                                  [helper.make_value_info("y", opt)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+        model.ir_version = 8
+        path = os.path.join(self.dir, "model.onnx")
+        onnx.save(model, path)
+        np.save(os.path.join(self.dir, "x.npy"), np.array([7, -1, 2**40], dtype=np.int64))
+        r = idem("run", path, "--input", f"x={self.dir}/x.npy")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("y optional(int64[3]) = optional{[7, -1, 1099511627776]}", r.stdout)
+
     def test_error_leaves_existing_outputs_untouched(self):
         model = write_identity_model(self.dir)
         out_dir = os.path.join(self.dir, "out")

@@ -39,7 +39,12 @@ Result<std::vector<std::string>> FindCaseFolders(const std::string& path) {
 
 Result<Value> ReadValueFile(const std::string& path, const Type& declared, const Limits& limits) {
   if (path.size() >= 4 && path.compare(path.size() - 4, 4, ".npy") == 0) {
-    return ReadNpy(path);
+    IDEM_ASSIGN_OR_RETURN(Value tensor, ReadNpy(path));
+    // A .npy fed to an optional(tensor) input is that optional's value.
+    if (declared.is_optional() && declared.element().is_tensor()) {
+      return Value::MakeOptional(std::move(tensor));
+    }
+    return tensor;
   }
   IDEM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path, limits.max_model_bytes));
   // Values in test data may not use external data: nothing outside the file is read.

@@ -34,7 +34,8 @@ Result<std::vector<Value>> ReadDataSetValues(const std::string& data_set_folder,
                                              std::span<const ValueInfo> declared,
                                              const Limits& limits);
 
-// Reads a value file: .npy (tensor) or .pb (message chosen by `declared`).
+// Reads a value file: .npy (a tensor; wrapped in an optional when `declared` is
+// optional(tensor)) or .pb (message chosen by `declared`).
 Result<Value> ReadValueFile(const std::string& path, const Type& declared, const Limits& limits);
 
 // Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename. An
