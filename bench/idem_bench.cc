@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "idem/idem.h"
+#include "idem/session_proto.h"
 #include "tests/test_models.h"
 
 namespace {
@@ -124,7 +125,7 @@ Value FloatTensor(std::vector<int64_t> shape) {
 std::unique_ptr<Session> MakeSession(const onnx::ModelProto& model,
                                      const SessionOptions& options = {},
                                      std::string* error = nullptr) {
-  auto s = Session::CreateFromProto(model, "", options);
+  auto s = CreateSessionFromProto(model, "", options);
   if (!s.ok()) {
     if (error != nullptr) {
       *error = s.status().ToString();

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "idem/idem.h"
+#include "idem/session_proto.h"
 #include "src/kernels/kernel.h"
 #include "tests/test_models.h"
 
@@ -228,7 +229,7 @@ TEST(OptionalPipelineTest, SeedExampleRoundTripsWithoutCopying) {
   for (bool eliminate : {true, false}) {
     SessionOptions options;
     options.eliminate_identity = eliminate;
-    Session s = Session::CreateFromProto(m, "", options).value();
+    Session s = CreateSessionFromProto(m, "", options).value();
     Value x = Floats({5}, {1, 2, 3, 4, 5});
     auto out = s.Run({x}).value();
     EXPECT_EQ(FormatValue(out[0]), "[[1, 2, 3, 4, 5]]");

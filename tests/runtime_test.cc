@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "idem/idem.h"
+#include "idem/session_proto.h"
 #include "tests/test_models.h"
 
 namespace idem {
@@ -26,7 +27,7 @@ TEST(SessionTest, IdentityOutputSharesTheFedBuffer) {
     SessionOptions options;
     options.eliminate_identity = eliminate;
     auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {-1}), 16, 5);
-    Session s = Session::CreateFromProto(m, "", options).value();
+    Session s = CreateSessionFromProto(m, "", options).value();
     std::vector<float> big(1 << 20, 1.5f);
     Value x = Value::MakeTensor(ElementType::kFloat, {1 << 20},
                                 Buffer::Borrow(big.data(), big.size() * 4))
@@ -119,7 +120,7 @@ TEST(SessionTest, LongCycleIsReportedWithoutDeepRecursion) {
 
 TEST(SessionTest, FeedsAreCheckedWithNames) {
   auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {2, 3}), 16);
-  Session s = Session::CreateFromProto(m).value();
+  Session s = CreateSessionFromProto(m).value();
   auto wrong_shape = s.Run({Floats({3, 2}, std::vector<float>(6))});
   ASSERT_FALSE(wrong_shape.ok());
   EXPECT_NE(wrong_shape.status().message().find("input 'x'"), std::string::npos);
@@ -142,7 +143,7 @@ TEST(SessionTest, InitializerThatIsAlsoAnInputCanBeOverridden) {
   init->set_data_type(onnx::TensorProto::FLOAT);
   init->add_dims(1);
   init->add_float_data(7.0f);
-  Session s = Session::CreateFromProto(m).value();
+  Session s = CreateSessionFromProto(m).value();
   EXPECT_TRUE(s.inputs().empty());
   ASSERT_EQ(s.overridable_inputs().size(), 1u);
   EXPECT_EQ(s.Run(std::span<const Value>()).value()[0].tensor().data_as<float>()[0], 7.0f);
@@ -164,14 +165,14 @@ TEST(SessionTest, ConsumedProtoKeepsInitializerBytesWithoutCopy) {
   const void* bytes = w->raw_data().data();
   AddValueInfo(g->mutable_output(), "y", TensorTypeProto(ElementType::kFloat, {1024}));
   AddNode(g, "Identity", {"w"}, {"y"}, "id0");
-  Session s = Session::CreateFromProto(std::move(m)).value();
+  Session s = CreateSessionFromProto(std::move(m)).value();
   auto out = s.Run(std::span<const Value>()).value();
   EXPECT_EQ(static_cast<const void*>(out[0].tensor().data().data()), bytes);
 }
 
 TEST(SessionTest, RunIntoCopiesIntoCallerMemoryAndRefusesWhatItCannotCopy) {
   auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {4}), 16);
-  Session s = Session::CreateFromProto(m).value();
+  Session s = CreateSessionFromProto(m).value();
   std::vector<float> dst(4, 0.0f);
   OutputBuffer out{dst.data(), dst.size() * sizeof(float)};
   auto shapes = s.RunInto(std::vector<Value>{Floats({4}, {1, 2, 3, 4})}, {&out, 1}).value();
@@ -183,7 +184,7 @@ TEST(SessionTest, RunIntoCopiesIntoCallerMemoryAndRefusesWhatItCannotCopy) {
   EXPECT_EQ(dst[0], 1.0f);  // untouched on error
 
   auto seq_model = IdentityChain(SequenceTypeProto(TensorTypeProto(ElementType::kFloat, {})), 16);
-  Session seq_session = Session::CreateFromProto(seq_model).value();
+  Session seq_session = CreateSessionFromProto(seq_model).value();
   auto seq = Value::MakeSequence(ElementType::kFloat, {Floats({}, {1})}).value();
   auto r = seq_session.RunInto(std::vector<Value>{seq}, {&out, 1});
   EXPECT_NE(r.status().message().find("seq(tensor(float))"), std::string::npos);
@@ -191,7 +192,7 @@ TEST(SessionTest, RunIntoCopiesIntoCallerMemoryAndRefusesWhatItCannotCopy) {
 
 TEST(SessionTest, EmptyOptionalPassesThroughWithItsType) {
   auto opt = OptionalTypeProto(SequenceTypeProto(TensorTypeProto(ElementType::kInt64, {})));
-  Session s = Session::CreateFromProto(IdentityChain(opt, 16, 3)).value();
+  Session s = CreateSessionFromProto(IdentityChain(opt, 16, 3)).value();
   Value empty = Value::MakeEmptyOptional(Type::Sequence(Type::Tensor(ElementType::kInt64))).value();
   auto out = s.Run({empty}).value();
   EXPECT_FALSE(out[0].optional().has_value());
@@ -202,7 +203,7 @@ TEST(SessionTest, GraphInputThatIsAlsoAnOutputReturnsTheFedValue) {
   auto type = TensorTypeProto(ElementType::kFloat, {1});
   auto m = IdentityChain(type, 16);
   AddValueInfo(m.mutable_graph()->mutable_output(), "x", type);
-  Session s = Session::CreateFromProto(m).value();
+  Session s = CreateSessionFromProto(m).value();
   Value x = Floats({1}, {4.0f});
   auto out = s.Run({x}).value();
   EXPECT_TRUE(out[1].SharesStorageWith(x));
@@ -254,7 +255,7 @@ TEST(ConcurrencyTest, EightThreadsTenThousandRunsEachOnOneSession) {
   for (bool eliminate : {true, false}) {
     SessionOptions options;
     options.eliminate_identity = eliminate;
-    const Session session = Session::CreateFromProto(MixedModel(), "", options).value();
+    const Session session = CreateSessionFromProto(MixedModel(), "", options).value();
     std::atomic<int> failures{0};
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "idem/idem.h"
+#include "idem/session_proto.h"
 #include "src/kernels/kernel.h"
 #include "tests/test_models.h"
 
@@ -629,7 +630,7 @@ TEST(SplitToSequenceTest, HugeAxisOfAnEmptyTensorIsBounded) {
 TEST(SplitToSequenceTest, ChunkCountFollowsTheSessionLimit) {
   SessionOptions options;
   options.limits.max_sequence_length = 4;
-  Session s = Session::CreateFromProto(SplitModel(SplitOptions()), "", options).value();
+  Session s = CreateSessionFromProto(SplitModel(SplitOptions()), "", options).value();
   EXPECT_TRUE(s.Run({Floats({4}, {0, 1, 2, 3})}).ok());
   auto out = s.Run({Floats({5}, {0, 1, 2, 3, 4})});
   ASSERT_FALSE(out.ok());
@@ -683,7 +684,7 @@ TEST(SequencePipelineTest, SeedSiblingStacksTwoTensors) {
   for (bool eliminate : {true, false}) {
     SessionOptions options;
     options.eliminate_identity = eliminate;
-    Session s = Session::CreateFromProto(m, "", options).value();
+    Session s = CreateSessionFromProto(m, "", options).value();
     auto out = s.Run({Floats({1, 2, 2}, {1, 2, 3, 4}), Floats({1, 2, 2}, {5, 6, 7, 8})}).value();
     EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{2, 1, 2, 2}));
     EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "idem/idem.h"
+#include "idem/session_proto.h"
 
 namespace idem::testing {
 
@@ -124,12 +125,12 @@ inline onnx::ModelProto OneNode(const std::string& op, int opset, const std::vec
 
 // The message of a failed Session creation ("<ok>" when it succeeds).
 inline std::string PlanError(const onnx::ModelProto& m, const SessionOptions& options = {}) {
-  auto s = Session::CreateFromProto(m, "", options);
+  auto s = CreateSessionFromProto(m, "", options);
   return s.ok() ? std::string("<ok>") : s.status().message();
 }
 
 inline Session MustCreate(const onnx::ModelProto& m) {
-  auto s = Session::CreateFromProto(m);
+  auto s = CreateSessionFromProto(m);
   EXPECT_TRUE(s.ok()) << s.status().message();
   return std::move(s).value();
 }

@@ -1,9 +1,11 @@
-// Umbrella header: the whole public API of idem.
+// Umbrella header: the whole protobuf-free public API of idem (idem/session_proto.h adds
+// creation from an onnx::ModelProto for programs that already use protobuf).
 #ifndef IDEM_IDEM_H_
 #define IDEM_IDEM_H_
 
 #include "idem/buffer.h"
 #include "idem/element_type.h"
+#include "idem/options.h"
 #include "idem/session.h"
 #include "idem/status.h"
 #include "idem/type.h"

@@ -20,44 +20,12 @@
 #include <string>
 #include <vector>
 
+#include "idem/options.h"
 #include "idem/status.h"
 #include "idem/type.h"
 #include "idem/value.h"
 
-namespace onnx {
-class ModelProto;
-}  // namespace onnx
-
 namespace idem {
-
-// Bounds that keep hostile models from costing more than their size justifies. Every count and
-// byte size is checked with overflow-safe arithmetic before anything is allocated.
-struct Limits {
-  uint64_t max_model_bytes = uint64_t{2} << 30;      // model file / buffer size (protobuf max)
-  uint64_t max_tensor_bytes = uint64_t{64} << 30;    // one tensor's payload (incl. external)
-  uint64_t max_elements = uint64_t{1} << 40;         // elements of one tensor
-  int max_type_depth = 8;                            // nesting of seq/optional in a type
-  uint64_t max_nodes = 1'000'000;                    // nodes in the graph
-  uint64_t max_values = 4'000'000;                   // named values in the graph
-  uint64_t max_sequence_length = uint64_t{1} << 24;  // tensors in one sequence
-};
-
-struct SessionOptions {
-  Limits limits;
-  // Removes Identity nodes from the plan so their outputs alias their inputs (validation still
-  // checks every Identity's types). Off only to measure or debug.
-  bool eliminate_identity = true;
-};
-
-struct ValueInfo {
-  std::string name;
-  Type type;
-};
-
-struct NamedValue {
-  std::string name;
-  Value value;
-};
 
 // A caller-owned destination for RunInto(): `data` must have room for the output's packed bytes.
 struct OutputBuffer {
@@ -76,14 +44,6 @@ class alignas(64) Session {
   static Result<Session> CreateFromBytes(std::span<const std::byte> bytes,
                                          const std::string& base_dir = "",
                                          const SessionOptions& options = {});
-  // Copies `model` (initializer payloads included); pass an rvalue to move them instead.
-  static Result<Session> CreateFromProto(const onnx::ModelProto& model,
-                                         const std::string& base_dir = "",
-                                         const SessionOptions& options = {});
-  // Consumes `model`: initializer payloads are moved into the session, not copied.
-  static Result<Session> CreateFromProto(onnx::ModelProto&& model, const std::string& base_dir = "",
-                                         const SessionOptions& options = {});
-
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
   ~Session();

@@ -27,6 +27,8 @@ enum class StatusCode {
   kIoError,            // the operating system refused a read or write
   kRuntimeError,       // an operator's run-time precondition failed (e.g. empty optional)
   kInternal,           // a bug in idem
+  kCancelled,          // the caller cancelled the run (RunOptions::cancel)
+  kDeadlineExceeded,   // the run passed RunOptions::deadline
 };
 
 std::string_view StatusCodeName(StatusCode code);

@@ -128,6 +128,17 @@ std::optional<std::string> DescribeDifference(const Value& expected, const Value
 // Human-readable preview: "[[1, 2, 3, 4, 5]]", truncated after `max_elements` elements.
 std::string FormatValue(const Value& value, size_t max_elements = 16);
 
+// A named, typed slot of a graph (an input, output or value_info).
+struct ValueInfo {
+  std::string name;
+  Type type;
+};
+
+struct NamedValue {
+  std::string name;
+  Value value;
+};
+
 }  // namespace idem
 
 #endif  // IDEM_VALUE_H_

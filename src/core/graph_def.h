@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "idem/session.h"
+#include "idem/options.h"
+#include "idem/value.h"
 #include "idem/type.h"
 #include "idem/value.h"
 

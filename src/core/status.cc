@@ -26,6 +26,10 @@ std::string_view StatusCodeName(StatusCode code) {
       return "RUNTIME_ERROR";
     case StatusCode::kInternal:
       return "INTERNAL";
+    case StatusCode::kCancelled:
+      return "CANCELLED";
+    case StatusCode::kDeadlineExceeded:
+      return "DEADLINE_EXCEEDED";
   }
   return "UNKNOWN";
 }

@@ -15,7 +15,8 @@
 #include <tuple>
 #include <vector>
 
-#include "idem/session.h"
+#include "idem/options.h"
+#include "idem/value.h"
 #include "idem/status.h"
 #include "idem/type.h"
 #include "idem/value.h"

@@ -10,7 +10,8 @@
 #include <span>
 #include <string>
 
-#include "idem/session.h"
+#include "idem/options.h"
+#include "idem/value.h"
 #include "idem/status.h"
 #include "src/core/graph_def.h"
 

@@ -11,7 +11,8 @@
 #include <span>
 #include <string>
 
-#include "idem/session.h"
+#include "idem/options.h"
+#include "idem/value.h"
 #include "idem/status.h"
 #include "idem/type.h"
 #include "idem/value.h"

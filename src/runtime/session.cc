@@ -1,5 +1,7 @@
 #include "idem/session.h"
 
+#include "idem/session_proto.h"
+
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
@@ -328,14 +330,14 @@ Result<Session> Session::CreateFromBytes(std::span<const std::byte> bytes,
                 &SessionFactory::Make);
 }
 
-Result<Session> Session::CreateFromProto(const onnx::ModelProto& model, const std::string& base_dir,
-                                         const SessionOptions& options) {
+Result<Session> CreateSessionFromProto(const onnx::ModelProto& model, const std::string& base_dir,
+                                       const SessionOptions& options) {
   onnx::ModelProto copy = model;
-  return CreateFromProto(std::move(copy), base_dir, options);
+  return CreateSessionFromProto(std::move(copy), base_dir, options);
 }
 
-Result<Session> Session::CreateFromProto(onnx::ModelProto&& model, const std::string& base_dir,
-                                         const SessionOptions& options) {
+Result<Session> CreateSessionFromProto(onnx::ModelProto&& model, const std::string& base_dir,
+                                       const SessionOptions& options) {
   return Finish(LoadGraphFromProto(model, base_dir, options.limits), options,
                 &SessionFactory::Make);
 }

@@ -1,0 +1,57 @@
+// Session options and the limits that bound what a model may cost. Plain data, no dependencies.
+#ifndef IDEM_OPTIONS_H_
+#define IDEM_OPTIONS_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+
+namespace idem {
+
+// Bounds that keep hostile models from costing more than their size justifies. Every count and
+// byte size is checked with overflow-safe arithmetic before anything is allocated.
+struct Limits {
+  uint64_t max_model_bytes = uint64_t{2} << 30;      // model file / buffer size (protobuf max)
+  uint64_t max_tensor_bytes = uint64_t{64} << 30;    // one tensor's payload (incl. external)
+  uint64_t max_elements = uint64_t{1} << 40;         // elements of one tensor
+  int max_type_depth = 8;                            // nesting of seq/optional in a type
+  uint64_t max_nodes = 1'000'000;                    // nodes in the graph
+  uint64_t max_values = 4'000'000;                   // named values in the graph
+  uint64_t max_sequence_length = uint64_t{1} << 24;  // tensors in one sequence
+  int max_graph_depth = 64;                          // nesting of subgraphs (If/Loop/Scan bodies)
+  // Bytes of values a single Run may hold alive at once (computed values only; feeds and
+  // initializers are not counted). Crossing it fails the Run naming the node that crossed it.
+  uint64_t max_run_bytes = uint64_t{16} << 30;
+};
+
+// How external data is brought into a session.
+enum class ExternalDataMode : uint8_t {
+  // Mapped read-only (default, fast). The file must stay unchanged while any value refers to it.
+  kMap,
+  // Copied at load: values stay stable whatever later happens to the file.
+  kCopy,
+};
+
+struct SessionOptions {
+  Limits limits;
+  // Removes Identity nodes from the plan so their outputs alias their inputs (validation still
+  // checks every Identity's types). Off only to measure or debug.
+  bool eliminate_identity = true;
+  ExternalDataMode external_data = ExternalDataMode::kMap;
+  // External-data files with more than one hard link are refused unless this is set (a link in
+  // the model's folder may point at a file outside it).
+  bool allow_external_hard_links = false;
+};
+
+// Per-call options of Session::Run*. Control flow checks them on every Loop iteration.
+struct RunOptions {
+  // Another thread may set *cancel to true; the run then stops with StatusCode::kCancelled.
+  const std::atomic<bool>* cancel = nullptr;
+  // The run stops with StatusCode::kDeadlineExceeded once this time has passed.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+};
+
+}  // namespace idem
+
+#endif  // IDEM_OPTIONS_H_
