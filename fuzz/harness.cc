@@ -117,7 +117,7 @@ void CheckRoundTrip(const Value& v, const std::string& where) {
   auto bytes = ValueToProtoBytes(v, "x");
   if (!bytes.ok()) Die(where + ": ValueToProtoBytes failed: " + bytes.status().ToString());
   auto back = ValueFromProtoBytes(std::as_bytes(std::span(bytes.value())), v.type(),
-                                  LoadContext{"", Limits{}});
+                                  LoadContext{"", Limits{}, {}});
   if (!back.ok()) Die(where + ": serialized value does not parse back: " + back.status().ToString());
   if (auto why = DescribeDifference(v, back.value())) {
     Die(where + ": round trip changed the value: " + *why);
@@ -315,7 +315,7 @@ void FuzzModel(const uint8_t* data, size_t size) {
 void FuzzValue(const uint8_t* data, size_t size) {
   if (size == 0) return;
   const Type declared = DeclaredType(data[0]);
-  auto value = ValueFromProtoBytes(AsBytes(data + 1, size - 1), declared, LoadContext{"", Limits{}});
+  auto value = ValueFromProtoBytes(AsBytes(data + 1, size - 1), declared, LoadContext{"", Limits{}, {}});
   if (!value.ok()) {
     if (value.status().message().empty()) Die("an error without a message");
     return;
@@ -325,7 +325,7 @@ void FuzzValue(const uint8_t* data, size_t size) {
   auto bytes = ValueToProtoBytes(value.value(), "y");
   if (!bytes.ok()) Die("ValueToProtoBytes failed: " + bytes.status().ToString());
   auto again = ValueFromProtoBytes(std::as_bytes(std::span(bytes.value())), declared,
-                                   LoadContext{"", Limits{}});
+                                   LoadContext{"", Limits{}, {}});
   if (!again.ok()) {
     Die("a converted value does not parse back as its declared type " + declared.ToString() +
         ": " + again.status().ToString());

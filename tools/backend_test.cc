@@ -1,6 +1,7 @@
 #include "tools/backend_test.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -8,8 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <random>
 
+#include "src/core/text.h"
 #include "src/onnx/model_loader.h"
 #include "src/onnx/proto_convert.h"
 #include "tools/npy.h"
@@ -48,7 +51,7 @@ Result<Value> ReadValueFile(const std::string& path, const Type& declared, const
   }
   IDEM_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path, limits.max_model_bytes));
   // Values in test data may not use external data: nothing outside the file is read.
-  LoadContext context{"", limits};
+  LoadContext context{"", limits, {}};
   auto value = ValueFromProtoBytes(std::as_bytes(std::span(bytes)), declared, context);
   if (!value.ok()) return std::move(value).take_status().WithContext(path);
   return value;
@@ -69,7 +72,7 @@ Result<std::vector<Value>> ReadDataSetValues(const std::string& folder, const st
     auto value = ReadValueFile(path, declared[k].type, limits);
     if (!value.ok()) {
       return std::move(value).take_status().WithContext(
-          fmt::format("{} '{}'", prefix, declared[k].name));
+          fmt::format("{} {}", prefix, QuoteName(declared[k].name)));
     }
     values.push_back(std::move(value).value());
   }
@@ -132,7 +135,7 @@ CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
     for (size_t k = 0; k < expected->size(); ++k) {
       if (auto why = DescribeDifference((*expected)[k], (*actual)[k])) {
         result.reason =
-            fmt::format("{}: output '{}': {}", set_name, session->outputs()[k].name, *why);
+            fmt::format("{}: output {}: {}", set_name, QuoteName(session->outputs()[k].name), *why);
         return result;
       }
     }
@@ -141,30 +144,107 @@ CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
   return result;
 }
 
-Status WriteFileAtomically(const std::string& path, const std::string& bytes) {
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string temp =
-      (dir / fmt::format(".{}.tmp-{}-XXXXXX", target.filename().string(), getpid())).string();
-  int fd = mkstemp(temp.data());
-  if (fd < 0) {
-    return Status(StatusCode::kIoError,
-                  fmt::format("{}: cannot create a temporary file: {}", path, strerror(errno)));
-  }
+namespace {
+
+Status IoError(const std::string& path, std::string_view what, int error) {
+  return Status(StatusCode::kIoError, fmt::format("{}: {}: {}", path, what, strerror(error)));
+}
+
+// Writes all of `bytes` to `fd` and flushes it to the disk.
+Status WriteAndSync(int fd, const std::string& bytes, const std::string& path) {
   size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n < 0) return IoError(path, "write failed", errno);
+    if (n == 0) return IoError(path, "write failed", EIO);
     done += static_cast<size_t>(n);
   }
-  const bool ok = done == bytes.size() && fsync(fd) == 0;
-  const int saved_errno = errno;
-  close(fd);
-  if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
-    unlink(temp.c_str());
-    return Status(StatusCode::kIoError,
-                  fmt::format("{}: write failed: {}", path, strerror(ok ? errno : saved_errno)));
+  if (fsync(fd) != 0) return IoError(path, "fsync failed", errno);
+  return {};
+}
+
+}  // namespace
+
+Status WriteFilesAtomically(std::span<const FileToWrite> files) {
+  // Phase 1: check every target. An existing target must be a regular file (a folder or a
+  // special file in the way fails here, before anything is written); its mode is kept.
+  std::vector<std::optional<mode_t>> modes;
+  for (const FileToWrite& f : files) {
+    struct stat st {};
+    if (lstat(f.path.c_str(), &st) == 0) {
+      if (!S_ISREG(st.st_mode)) {
+        return Status(StatusCode::kIoError,
+                      fmt::format("{}: exists and is not a regular file; nothing was written",
+                                  f.path));
+      }
+      modes.push_back(st.st_mode & 07777);
+    } else if (errno == ENOENT) {
+      modes.push_back(std::nullopt);
+    } else {
+      return IoError(f.path, "cannot inspect", errno);
+    }
+  }
+  // Phase 2: write every temporary file (beside its target, so rename stays on one file system)
+  // and flush it. New files are created 0666 minus the umask, as any other tool would.
+  std::vector<std::string> temps;
+  auto remove_temps = [&](size_t from) {
+    for (size_t i = from; i < temps.size(); ++i) unlink(temps[i].c_str());
+  };
+  static unsigned serial = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path target(files[i].path);
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::string temp;
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+      temp = (dir / fmt::format(".{}.tmp-{}-{}", target.filename().string(), getpid(), serial++))
+                 .string();
+      fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+      const int error = errno;
+      remove_temps(0);
+      return Status(StatusCode::kIoError,
+                    fmt::format("{}: cannot create a temporary file: {}; nothing was replaced",
+                                files[i].path, strerror(error)));
+    }
+    temps.push_back(temp);
+    Status status = WriteAndSync(fd, files[i].bytes, files[i].path);
+    if (status.ok() && modes[i] && fchmod(fd, *modes[i]) != 0) {
+      status = IoError(files[i].path, "cannot keep the file's mode", errno);
+    }
+    if (close(fd) != 0 && status.ok()) status = IoError(files[i].path, "close failed", errno);
+    if (!status.ok()) {
+      remove_temps(0);
+      return std::move(status).WithContext("nothing was replaced");
+    }
+  }
+  // Phase 3: rename into place. Only a race (a target changed since phase 1) can fail here.
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (rename(temps[i].c_str(), files[i].path.c_str()) != 0) {
+      const int error = errno;
+      remove_temps(i);
+      return Status(StatusCode::kIoError,
+                    fmt::format("{}: rename failed: {} ({} of {} files were already replaced)",
+                                files[i].path, strerror(error), i, files.size()));
+    }
+  }
+  // Make the renames durable too.
+  std::vector<std::string> dirs;
+  for (const FileToWrite& f : files) {
+    const fs::path target(f.path);
+    dirs.push_back(target.has_parent_path() ? target.parent_path().string() : ".");
+  }
+  std::sort(dirs.begin(), dirs.end());
+  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
+  for (const std::string& d : dirs) {
+    const int fd = open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+      fsync(fd);
+      close(fd);
+    }
   }
   return {};
 }

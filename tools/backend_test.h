@@ -3,6 +3,7 @@
 #ifndef IDEM_TOOLS_BACKEND_TEST_H_
 #define IDEM_TOOLS_BACKEND_TEST_H_
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,17 @@ Result<Value> ReadValueFile(const std::string& path, const Type& declared, const
 
 // Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename. An
 // error leaves any existing `path` untouched.
-Status WriteFileAtomically(const std::string& path, const std::string& bytes);
+// Replaces a set of files all together as far as a file system allows: every target is checked
+// (an existing one must be a regular file) and every file is written to a temporary name beside
+// its target and fsync'ed before the first rename; on any failure the temporaries are removed and
+// no target has been touched. An existing target keeps its mode; a new file gets 0666 minus the
+// umask. Only a target changed by someone else between the check and the renames can leave a
+// partial set (the error then says how many were replaced).
+struct FileToWrite {
+  std::string path;
+  std::string bytes;
+};
+Status WriteFilesAtomically(std::span<const FileToWrite> files);
 
 }  // namespace idem::tools
 

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "idem/idem.h"
+#include "src/core/text.h"
 #include "src/onnx/proto_convert.h"
 #include "tools/backend_test.h"
 
@@ -17,11 +18,16 @@ namespace {
 namespace fs = std::filesystem;
 using idem::tools::CaseResult;
 
+// Prints the one `error:` line. Messages are escaped again here as a backstop: whatever a file
+// named things, the line cannot be split in two or carry terminal escape codes.
 int Fail(const std::string& message) {
   std::fflush(stdout);
-  fmt::print(stderr, "error: {}\n", message);
+  fmt::print(stderr, "error: {}\n", idem::EscapeText(message));
   return 1;
 }
+
+// File-controlled text printed to stdout (output names, case names, reasons): escaped likewise.
+std::string Safe(std::string_view text) { return idem::EscapeText(text); }
 
 // "float[1,5]", "seq(float)[2 items]", "optional(float[5])", "optional(seq(float))=empty".
 std::string Summarize(const idem::Value& v) {
@@ -47,16 +53,16 @@ std::string ModelPath(const std::string& path) {
 }
 
 int Run(const std::string& model_arg, const std::vector<std::string>& input_args,
-        const std::string& output_dir) {
+        const std::string& output_dir, const idem::SessionOptions& options) {
   const std::string model = ModelPath(model_arg);
-  auto session = idem::Session::Create(model);
+  auto session = idem::Session::Create(model, options);
   if (!session.ok()) return Fail(session.status().message());
 
   std::vector<idem::NamedValue> feeds;
   for (const std::string& arg : input_args) {
     const size_t eq = arg.find('=');
     if (eq == std::string::npos || eq == 0) {
-      return Fail(fmt::format("--input '{}': expected NAME=FILE", arg));
+      return Fail(fmt::format("--input {}: expected NAME=FILE", idem::QuoteName(arg)));
     }
     const std::string name = arg.substr(0, eq);
     const std::string file = arg.substr(eq + 1);
@@ -69,13 +75,14 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
     }
     if (info == nullptr) {
       std::vector<std::string> names;
-      for (const idem::ValueInfo& v : session->inputs()) names.push_back(v.name);
-      return Fail(fmt::format("{}: --input '{}': the model has no input '{}' (inputs: {})", model,
-                              arg, name, fmt::join(names, ", ")));
+      for (const idem::ValueInfo& v : session->inputs()) names.push_back(idem::QuoteName(v.name));
+      return Fail(fmt::format("{}: --input {}: the model has no input {} (inputs: {})", model,
+                              idem::QuoteName(arg), idem::QuoteName(name),
+                              fmt::join(names, ", ")));
     }
     auto value = idem::tools::ReadValueFile(file, info->type, {});
     if (!value.ok()) {
-      return Fail(fmt::format("input '{}': {}", name, value.status().message()));
+      return Fail(fmt::format("input {}: {}", idem::QuoteName(name), value.status().message()));
     }
     feeds.push_back({name, std::move(value).value()});
   }
@@ -93,8 +100,8 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
     bool fed = false;
     for (const auto& f : feeds) fed |= f.name == v.name;
     if (!fed) {
-      return Fail(fmt::format("{}: input '{}' ({}) is not fed; use --input {}=FILE", model, v.name,
-                              v.type.ToShortString(), v.name));
+      return Fail(fmt::format("{}: input {} ({}) is not fed; use --input {}=FILE", model,
+                              idem::QuoteName(v.name), v.type.ToShortString(), Safe(v.name)));
     }
   }
   auto outputs = session->RunNamed(feeds);
@@ -103,27 +110,28 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
   if (!output_dir.empty()) {
     fs::create_directories(output_dir, ec);
     if (ec) return Fail(fmt::format("{}: cannot create folder: {}", output_dir, ec.message()));
-    // Serialize everything first so a failure cannot leave a partial set of files.
-    std::vector<std::string> payloads;
+    // Serialize everything first, then write every file to a temporary name before the first
+    // rename (WriteFilesAtomically), so a failure cannot leave a partial set of files.
+    std::vector<idem::tools::FileToWrite> files;
     for (size_t k = 0; k < outputs->size(); ++k) {
       auto bytes = idem::ValueToProtoBytes((*outputs)[k], session->outputs()[k].name);
       if (!bytes.ok()) return Fail(bytes.status().message());
-      payloads.push_back(std::move(bytes).value());
+      files.push_back({(fs::path(output_dir) / fmt::format("output_{}.pb", k)).string(),
+                       std::move(bytes).value()});
     }
-    for (size_t k = 0; k < payloads.size(); ++k) {
-      const std::string path = (fs::path(output_dir) / fmt::format("output_{}.pb", k)).string();
-      idem::Status s = idem::tools::WriteFileAtomically(path, payloads[k]);
-      if (!s.ok()) return Fail(s.message());
-    }
+    idem::Status s = idem::tools::WriteFilesAtomically(files);
+    if (!s.ok()) return Fail(s.message());
   }
   for (size_t k = 0; k < outputs->size(); ++k) {
     const idem::Value& v = (*outputs)[k];
-    fmt::print("{} {} = {}\n", session->outputs()[k].name, Summarize(v), idem::FormatValue(v));
+    fmt::print("{} {} = {}\n", Safe(session->outputs()[k].name), Summarize(v),
+               idem::FormatValue(v));
   }
   return 0;
 }
 
-int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quiet) {
+int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quiet,
+         const idem::SessionOptions& options) {
   int passed = 0, failed = 0, skipped = 0;
   for (const std::string& path : paths) {
     auto cases = idem::tools::FindCaseFolders(path);
@@ -131,19 +139,19 @@ int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quie
     if (cases->empty())
       return Fail(fmt::format("{}: no test cases (folders with model.onnx)", path));
     for (const std::string& folder : *cases) {
-      CaseResult r = idem::tools::RunBackendCase(folder, skip_unsupported);
+      CaseResult r = idem::tools::RunBackendCase(folder, skip_unsupported, options);
       switch (r.outcome) {
         case CaseResult::Outcome::kPass:
           ++passed;
-          if (!quiet) fmt::print("PASS {}\n", r.name);
+          if (!quiet) fmt::print("PASS {}\n", Safe(r.name));
           break;
         case CaseResult::Outcome::kFail:
           ++failed;
-          fmt::print("FAIL {}: {}\n", r.name, r.reason);
+          fmt::print("FAIL {}: {}\n", Safe(r.name), Safe(r.reason));
           break;
         case CaseResult::Outcome::kSkip:
           ++skipped;
-          if (!quiet) fmt::print("SKIP {}: {}\n", r.name, r.reason);
+          if (!quiet) fmt::print("SKIP {}: {}\n", Safe(r.name), Safe(r.reason));
           break;
       }
     }
@@ -156,20 +164,21 @@ int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quie
   return failed == 0 ? 0 : 1;
 }
 
-int Check(const std::string& model_arg) {
+int Check(const std::string& model_arg, const idem::SessionOptions& options) {
   const std::string model = ModelPath(model_arg);
-  auto session = idem::Session::Create(model);
+  auto session = idem::Session::Create(model, options);
   if (!session.ok()) return Fail(session.status().message());
-  fmt::print("{}: OK ({} inputs, {} outputs)\n", model, session->inputs().size(),
+  fmt::print("{}: OK ({} inputs, {} outputs)\n", Safe(model), session->inputs().size(),
              session->outputs().size());
   return 0;
 }
 
-int Info(const std::string& model_arg) {
+int Info(const std::string& model_arg, const idem::SessionOptions& options) {
   const std::string model = ModelPath(model_arg);
-  auto session = idem::Session::Create(model);
+  auto session = idem::Session::Create(model, options);
   if (!session.ok()) return Fail(session.status().message());
-  fmt::print("{}\n{}", model, session->Describe());
+  // Describe() lists names from the file, one per line: keep its newlines, escape the rest.
+  fmt::print("{}\n{}", Safe(model), idem::EscapeText(session->Describe(), /*keep_newlines=*/true));
   return 0;
 }
 
@@ -206,6 +215,18 @@ int main(int argc, char** argv) {
   CLI::App* info = app.add_subcommand("info", "Show IR, opsets, inputs, outputs and nodes");
   info->add_option("MODEL", model, "model.onnx")->required();
 
+  // External data: how it is loaded, and whether hard-linked files are accepted.
+  std::string external_data = "map";
+  bool allow_hard_links = false;
+  for (CLI::App* sub : {run, test, check, info}) {
+    sub->add_option("--external-data", external_data,
+                    "map (default: fast; the files must stay unchanged while idem runs) or copy "
+                    "(read at load; later changes to the files cannot affect results)")
+        ->check(CLI::IsMember({"map", "copy"}));
+    sub->add_flag("--allow-hard-links", allow_hard_links,
+                  "accept external-data files with more than one hard link");
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -217,9 +238,13 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "usage: idem run|test|check|info ... (see idem --help)\n");
     return 2;
   }
-  if (*run) return Run(model, inputs, output_dir);
-  if (*test) return Test(test_paths, skip_unsupported, quiet);
-  if (*check) return Check(model);
-  if (*info) return Info(model);
+  idem::SessionOptions options;
+  options.external_data =
+      external_data == "copy" ? idem::ExternalDataMode::kCopy : idem::ExternalDataMode::kMap;
+  options.allow_external_hard_links = allow_hard_links;
+  if (*run) return Run(model, inputs, output_dir, options);
+  if (*test) return Test(test_paths, skip_unsupported, quiet, options);
+  if (*check) return Check(model, options);
+  if (*info) return Info(model, options);
   return 2;
 }

@@ -36,7 +36,9 @@ std::string_view StatusCodeName(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // Control characters and invalid UTF-8 in `message` are escaped (see src/core/text.h), so a
+  // message is always one printable line whatever names a file holds.
+  Status(StatusCode code, std::string message);
 
   static Status Ok() { return {}; }
 
@@ -44,7 +46,7 @@ class [[nodiscard]] Status {
   StatusCode code() const { return code_; }
   const std::string& message() const { return message_; }
 
-  // Returns this error with "context: " prepended (no-op on OK).
+  // Returns this error with "context: " prepended (no-op on OK); `context` is escaped likewise.
   Status WithContext(std::string_view context) &&;
 
   // "<code name>: <message>" for logs; "OK" when ok.

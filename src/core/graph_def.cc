@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "src/core/text.h"
+
 namespace idem {
 
 std::string NodeDef::Label(size_t index) const {
-  const std::string& op = domain.empty() ? op_type : domain + "." + op_type;
+  // Names and op types come from the file: escaped so they cannot forge lines or reach a terminal.
+  const std::string op = EscapeText(domain.empty() ? op_type : domain + "." + op_type);
   if (name.empty()) return fmt::format("node #{} ({})", index, op);
-  return fmt::format("node '{}' ({})", name, op);
+  return fmt::format("node {} ({})", QuoteName(name), op);
 }
 
 }  // namespace idem

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "src/core/text.h"
+
 namespace idem {
 
 std::string_view StatusCodeName(StatusCode code) {
@@ -34,8 +36,28 @@ std::string_view StatusCodeName(StatusCode code) {
   return "UNKNOWN";
 }
 
+namespace {
+
+// Whether EscapeText would change `text` (a fast scan: plain ASCII is the common case).
+bool NeedsEscape(std::string_view text) {
+  for (char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c >= 0x7f) return true;
+  }
+  return false;
+}
+
+std::string Sanitize(std::string text) {
+  return NeedsEscape(text) ? EscapeText(text) : std::move(text);
+}
+
+}  // namespace
+
+Status::Status(StatusCode code, std::string message)
+    : code_(code), message_(Sanitize(std::move(message))) {}
+
 Status Status::WithContext(std::string_view context) && {
-  if (!ok()) message_ = std::string(context) + ": " + message_;
+  if (!ok()) message_ = Sanitize(std::string(context)) + ": " + message_;
   return std::move(*this);
 }
 

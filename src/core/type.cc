@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "src/core/text.h"
+
 namespace idem {
 
 struct Type::Node {
@@ -53,57 +55,76 @@ const Type& Type::element() const {
 }
 int Type::depth() const { return node_ ? node_->depth : 1; }
 
+// The walks below are loops, not recursion: a Type's depth is bounded by max_type_depth when it
+// comes from a file, but the C++ API can build any depth and nothing here may overflow the stack.
+
 bool Type::SameStructure(const Type& other) const {
-  if (kind() != other.kind()) return false;
-  if (is_tensor()) return element_type() == other.element_type();
-  return element().SameStructure(other.element());
+  const Type* a = this;
+  const Type* b = &other;
+  while (true) {
+    if (a->kind() != b->kind()) return false;
+    if (a->is_tensor()) return a->element_type() == b->element_type();
+    a = &a->element();
+    b = &b->element();
+  }
 }
 
 bool Type::CompatibleWith(const Type& other) const {
-  if (kind() != other.kind()) return false;
-  if (!is_tensor()) return element().CompatibleWith(other.element());
-  if (element_type() != other.element_type()) return false;
-  if (!shape() || !other.shape()) return true;
-  if (shape()->size() != other.shape()->size()) return false;
-  for (size_t i = 0; i < shape()->size(); ++i) {
-    const Dim& a = (*shape())[i];
-    const Dim& b = (*other.shape())[i];
-    if (a.value && b.value && *a.value != *b.value) return false;
+  const Type* a = this;
+  const Type* b = &other;
+  while (true) {
+    if (a->kind() != b->kind()) return false;
+    if (a->is_tensor()) break;
+    a = &a->element();
+    b = &b->element();
+  }
+  if (a->element_type() != b->element_type()) return false;
+  if (!a->shape() || !b->shape()) return true;
+  if (a->shape()->size() != b->shape()->size()) return false;
+  for (size_t i = 0; i < a->shape()->size(); ++i) {
+    const Dim& x = (*a->shape())[i];
+    const Dim& y = (*b->shape())[i];
+    if (x.value && y.value && *x.value != *y.value) return false;
   }
   return true;
 }
 
-std::string Type::ToString() const {
-  switch (kind()) {
-    case ValueKind::kTensor:
-      return fmt::format("tensor({})", ElementTypeName(element_type()));
-    case ValueKind::kSequence:
-      return fmt::format("seq({})", element().ToString());
-    case ValueKind::kOptional:
-      return fmt::format("optional({})", element().ToString());
+namespace {
+
+// "seq(optional(" ... "))" around the innermost tensor, built without recursion.
+template <typename TensorText>
+std::string Wrap(const Type& type, TensorText tensor_text) {
+  std::string prefix;
+  size_t closing = 0;
+  const Type* t = &type;
+  while (!t->is_tensor()) {
+    prefix += t->is_sequence() ? "seq(" : "optional(";
+    ++closing;
+    t = &t->element();
   }
-  return "?";
+  return prefix + tensor_text(*t) + std::string(closing, ')');
+}
+
+}  // namespace
+
+std::string Type::ToString() const {
+  return Wrap(*this, [](const Type& t) {
+    return fmt::format("tensor({})", ElementTypeName(t.element_type()));
+  });
 }
 
 std::string Type::ToShortString() const {
-  switch (kind()) {
-    case ValueKind::kTensor: {
-      std::string out(ElementTypeName(element_type()));
-      if (!shape()) return out + "[?]";
-      out += '[';
-      for (size_t i = 0; i < shape()->size(); ++i) {
-        const Dim& d = (*shape())[i];
-        if (i) out += ',';
-        out += d.value ? std::to_string(*d.value) : (d.param.empty() ? "?" : d.param);
-      }
-      return out + ']';
+  return Wrap(*this, [](const Type& t) {
+    std::string out(ElementTypeName(t.element_type()));
+    if (!t.shape()) return out + "[?]";
+    out += '[';
+    for (size_t i = 0; i < t.shape()->size(); ++i) {
+      const Dim& d = (*t.shape())[i];
+      if (i) out += ',';
+      out += d.value ? std::to_string(*d.value) : (d.param.empty() ? "?" : EscapeText(d.param));
     }
-    case ValueKind::kSequence:
-      return fmt::format("seq({})", element().ToShortString());
-    case ValueKind::kOptional:
-      return fmt::format("optional({})", element().ToShortString());
-  }
-  return "?";
+    return out + ']';
+  });
 }
 
 }  // namespace idem

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <limits>
@@ -15,17 +16,24 @@ struct Value::Node {
 
 namespace {
 
-// Product of dims with overflow and sign checks.
+// Product of dims with overflow and sign checks. The rule does not depend on the order of the
+// dims: the product of the non-zero dims must fit in int64 even when a zero dim makes the element
+// count 0 ([0, 2^62, 2^62] and [2^62, 2^62, 0] are both refused).
 Result<int64_t> CheckedElementCount(std::span<const int64_t> shape) {
-  int64_t count = 1;
+  int64_t nonzero_product = 1;
+  bool has_zero = false;
   for (int64_t d : shape) {
     if (d < 0) return Status(StatusCode::kInvalidArgument, fmt::format("negative dim {}", d));
-    if (d != 0 && count > std::numeric_limits<int64_t>::max() / d) {
+    if (d == 0) {
+      has_zero = true;
+      continue;
+    }
+    if (nonzero_product > std::numeric_limits<int64_t>::max() / d) {
       return Status(StatusCode::kOutOfRange, "element count overflows int64");
     }
-    count *= d;
+    nonzero_product *= d;
   }
-  return count;
+  return has_zero ? 0 : nonzero_product;
 }
 
 }  // namespace
@@ -405,8 +413,11 @@ std::string FormatElement(const Tensor& t, int64_t i) {
   }
 }
 
-void FormatTensorLevel(const Tensor& t, size_t dim, int64_t& index, size_t max_elements,
-                       std::string& out) {
+// Prints a tensor as nested brackets without recursion: the rank comes from the file (tens of
+// thousands of dims of size 1 once crashed a recursive version). Elements are visited in C order
+// with an odometer over the dims; between two elements, the dims that wrapped close and reopen.
+// After the last printed element, each still-open level with items left gets "...".
+void FormatTensor(const Tensor& t, size_t max_elements, std::string& out) {
   if (t.rank() == 0) {
     out += FormatElement(t, 0);
     return;
@@ -417,20 +428,34 @@ void FormatTensorLevel(const Tensor& t, size_t dim, int64_t& index, size_t max_e
     out += "[]";
     return;
   }
-  out += '[';
-  for (int64_t i = 0; i < t.shape()[dim]; ++i) {
-    if (static_cast<size_t>(index) >= max_elements) {
-      out += "...";
-      break;
-    }
-    if (i) out += ", ";
-    if (dim + 1 == t.rank()) {
-      out += FormatElement(t, index++);
-    } else {
-      FormatTensorLevel(t, dim + 1, index, max_elements, out);
-    }
+  const size_t rank = t.rank();
+  const auto shape = t.shape();
+  const int64_t shown = std::min<int64_t>(t.element_count(), static_cast<int64_t>(max_elements));
+  if (shown == 0) {
+    out += "[...]";
+    return;
   }
-  out += ']';
+  std::vector<int64_t> coord(rank, 0);
+  out.append(rank, '[');
+  for (int64_t index = 0; index < shown; ++index) {
+    if (index > 0) {
+      // Advance the odometer; `wrapped` dims went back to 0.
+      size_t wrapped = 0;
+      for (size_t d = rank; d-- > 0;) {
+        if (++coord[d] < shape[d]) break;
+        coord[d] = 0;
+        ++wrapped;
+      }
+      out.append(wrapped, ']');
+      out += ", ";
+      out.append(wrapped, '[');
+    }
+    out += FormatElement(t, index);
+  }
+  for (size_t d = rank; d-- > 0;) {
+    if (coord[d] + 1 < shape[d]) out += "...";
+    out += ']';
+  }
 }
 
 }  // namespace
@@ -440,8 +465,7 @@ std::string FormatValue(const Value& value, size_t max_elements) {
   switch (value.kind()) {
     case ValueKind::kTensor: {
       std::string out;
-      int64_t index = 0;
-      FormatTensorLevel(value.tensor(), 0, index, max_elements, out);
+      FormatTensor(value.tensor(), max_elements, out);
       return out;
     }
     case ValueKind::kSequence: {

@@ -124,7 +124,7 @@ Result<std::string> ReadFileBytes(const std::string& path, uint64_t max_bytes) {
 }
 
 Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& base_dir,
-                                    const Limits& limits) {
+                                    const Limits& limits, const ExternalDataOptions& external) {
   GraphDef graph;
   graph.ir_version = model.ir_version();
   if (graph.ir_version < kMinIrVersion || graph.ir_version > kMaxIrVersion) {
@@ -163,7 +163,7 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
   if (g.sparse_initializer_size() > 0) {
     return Status(StatusCode::kUnsupported, "sparse initializers are not supported");
   }
-  const LoadContext context{base_dir, limits};
+  const LoadContext context{base_dir, limits, external};
   for (const auto& p : g.input()) {
     IDEM_ASSIGN_OR_RETURN(ValueInfo info, ConvertValueInfo(p, limits, "graph input"));
     graph.inputs.push_back(std::move(info));
@@ -206,7 +206,7 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
 }
 
 Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std::string& base_dir,
-                                    const Limits& limits) {
+                                    const Limits& limits, const ExternalDataOptions& external) {
   if (bytes.size() > limits.max_model_bytes) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("model of {} bytes exceeds max_model_bytes {}", bytes.size(),
@@ -221,14 +221,16 @@ Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std:
                     "or not a ModelProto)",
                     bytes.size()));
   }
-  return LoadGraphFromProto(model, base_dir, limits);
+  return LoadGraphFromProto(model, base_dir, limits, external);
 }
 
-Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits) {
+Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits,
+                                   const ExternalDataOptions& external) {
   auto bytes = ReadFileBytes(path, limits.max_model_bytes);
   if (!bytes.ok()) return std::move(bytes).take_status();
   auto graph =
-      LoadGraphFromBytes(std::as_bytes(std::span(bytes.value())), DirectoryOf(path), limits);
+      LoadGraphFromBytes(std::as_bytes(std::span(bytes.value())), DirectoryOf(path), limits,
+                         external);
   if (!graph.ok()) return std::move(graph).take_status().WithContext(path);
   graph->source = path;
   return graph;

@@ -14,6 +14,7 @@
 #include "idem/value.h"
 #include "idem/status.h"
 #include "src/core/graph_def.h"
+#include "src/onnx/external_data.h"
 
 namespace onnx {
 class ModelProto;
@@ -28,12 +29,16 @@ inline constexpr int64_t kMaxDefaultOpset = 28;
 // Reads a whole file (bounded by limits.max_model_bytes). Errors name the file.
 Result<std::string> ReadFileBytes(const std::string& path, uint64_t max_bytes);
 
-Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits);
+// `external` says how external data is brought in (map or copy, hard links).
+Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits,
+                                   const ExternalDataOptions& external = {});
 Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std::string& base_dir,
-                                    const Limits& limits);
+                                    const Limits& limits,
+                                    const ExternalDataOptions& external = {});
 // Consumes `model` (initializer payloads are moved out, not copied).
 Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& base_dir,
-                                    const Limits& limits);
+                                    const Limits& limits,
+                                    const ExternalDataOptions& external = {});
 
 // Directory part of a path ("." when it has none).
 std::string DirectoryOf(const std::string& path);

@@ -5,9 +5,14 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/unknown_field_set.h>
+#include <type_traits>
 #include <limits>
 #include <memory>
 
+#include "src/core/text.h"
 #include "src/onnx/external_data.h"
 
 namespace idem {
@@ -76,6 +81,66 @@ void Narrow(const Repeated& in, std::byte* out) {
   }
 }
 
+// The values an entry of int32_data / uint64_data may take for `type`: a value outside would be
+// truncated by the narrowing copy, silently changing the data, so it is refused instead.
+struct EntryRange {
+  int64_t min;
+  uint64_t max;
+};
+
+std::optional<EntryRange> RangeFor(ElementType t) {
+  switch (t) {
+    case ElementType::kInt8:
+      return EntryRange{-128, 127};
+    case ElementType::kInt16:
+      return EntryRange{-32768, 32767};
+    case ElementType::kUint16:
+    case ElementType::kFloat16:   // bit patterns
+    case ElementType::kBfloat16:  // bit patterns
+      return EntryRange{0, 0xffff};
+    case ElementType::kBool:
+      return EntryRange{0, 1};
+    case ElementType::kUint32:
+      return EntryRange{0, 0xffffffffu};
+    case ElementType::kInt32:
+    case ElementType::kInt64:
+    case ElementType::kUint64:
+    case ElementType::kFloat:
+    case ElementType::kDouble:
+    case ElementType::kComplex64:
+    case ElementType::kComplex128:
+    case ElementType::kString:
+    case ElementType::kUndefined:
+      return std::nullopt;  // the field's own type is the element type
+    default:
+      // uint8, float8 variants (bit patterns) and the packed bytes of 4-/2-bit types.
+      return EntryRange{0, 0xff};
+  }
+}
+
+template <typename Repeated>
+Status CheckEntries(const Repeated& in, ElementType type, std::string_view field,
+                    const std::string& label) {
+  const auto range = RangeFor(type);
+  if (!range) return {};
+  const bool packed = ElementBits(type) < 8;
+  for (int i = 0; i < in.size(); ++i) {
+    const auto v = in.Get(i);
+    bool inside;
+    if constexpr (std::is_signed_v<decltype(v)>) {
+      inside = v >= range->min && (v < 0 || static_cast<uint64_t>(v) <= range->max);
+    } else {
+      inside = static_cast<uint64_t>(v) <= range->max;
+    }
+    if (!inside) {
+      return Bad(fmt::format("{}: {}[{}] = {} is out of range for {} ({} to {}{})", label, field, i,
+                             v, ElementTypeName(type), range->min, range->max,
+                             packed ? ", one packed byte per entry" : ""));
+    }
+  }
+  return {};
+}
+
 Result<Value> TensorFromTypedField(onnx::TensorProto& p, ElementType type,
                                    std::vector<int64_t> dims, uint64_t count, uint64_t bytes,
                                    const std::string& label) {
@@ -129,6 +194,11 @@ Result<Value> TensorFromTypedField(onnx::TensorProto& p, ElementType type,
     return Bad(fmt::format("{}: dims promise {} entries in {}, found {}", label, entries,
                            FieldName(field), have));
   }
+  if (field == Field::kInt32) {
+    IDEM_RETURN_IF_ERROR(CheckEntries(p.int32_data(), type, FieldName(field), label));
+  } else if (field == Field::kUint64) {
+    IDEM_RETURN_IF_ERROR(CheckEntries(p.uint64_data(), type, FieldName(field), label));
+  }
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, &out));
   switch (field) {
@@ -176,7 +246,8 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
     if (text.empty() || text.size() > 20 ||
         text.find_first_not_of("0123456789") != std::string::npos) {
       return Bad(
-          fmt::format("{}: external data {} '{}' is not a non-negative integer", label, key, text));
+          fmt::format("{}: external data {} {} is not a non-negative integer", label, key,
+                  QuoteName(text)));
     }
     errno = 0;
     const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
@@ -195,16 +266,16 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
   if (location.empty()) return Bad(fmt::format("{}: external data without a location", label));
   if (length && *length != bytes) {
     return Bad(
-        fmt::format("{}: external data '{}' length {} does not match the {} bytes the "
+        fmt::format("{}: external data {} length {} does not match the {} bytes the "
                     "dims need",
-                    label, location, *length, bytes));
+                    label, QuoteName(location), *length, bytes));
   }
   if (bytes > context.limits.max_tensor_bytes) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("{}: {} bytes exceed max_tensor_bytes {}", label, bytes,
                               context.limits.max_tensor_bytes));
   }
-  auto mapped = MapExternalData(context.base_dir, location, offset, bytes);
+  auto mapped = MapExternalData(context.base_dir, location, offset, bytes, context.external);
   if (!mapped.ok()) return std::move(mapped).take_status().WithContext(label);
   return Value::MakeTensor(type, std::move(dims), std::move(mapped).value());
 }
@@ -214,7 +285,7 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
 Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
                               std::string_view role) {
   const std::string label =
-      p.name().empty() ? std::string(role) : fmt::format("{} '{}'", role, p.name());
+      p.name().empty() ? std::string(role) : fmt::format("{} {}", role, QuoteName(p.name()));
   auto type_or = ElementTypeFromCode(p.data_type());
   if (!type_or) {
     return Status(p.data_type() == 0 ? StatusCode::kInvalidModel : StatusCode::kUnsupported,
@@ -224,18 +295,24 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
   const ElementType type = *type_or;
   if (p.has_segment()) return Bad(fmt::format("{}: segmented tensors are not supported", label));
   std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
-  uint64_t count = 1;
+  // The product of the non-zero dims must fit in int64, whatever their order: a zero dim makes
+  // the element count 0 but does not excuse [2^62, 2^62, 0] (same rule as Value::MakeTensor).
+  uint64_t nonzero_product = 1;
+  bool has_zero = false;
   for (int64_t d : dims) {
     if (d < 0) return Bad(fmt::format("{}: negative dim {}", label, d));
-    if (d != 0 && count > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(d)) {
-      return Bad(
-          fmt::format("{}: the product of dims [{}] overflows", label, fmt::join(dims, ",")));
+    if (d == 0) {
+      has_zero = true;
+      continue;
     }
-    count *= static_cast<uint64_t>(d);
+    if (nonzero_product >
+        static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / static_cast<uint64_t>(d)) {
+      return Bad(fmt::format("{}: the product of dims [{}] overflows int64", label,
+                             fmt::join(dims, ",")));
+    }
+    nonzero_product *= static_cast<uint64_t>(d);
   }
-  if (count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-    return Bad(fmt::format("{}: the product of dims [{}] overflows", label, fmt::join(dims, ",")));
-  }
+  const uint64_t count = has_zero ? 0 : nonzero_product;
   if (count > context.limits.max_elements) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("{}: {} elements exceed max_elements {}", label, count,
@@ -345,7 +422,8 @@ namespace {
 
 Result<Value> SequenceFromProto(onnx::SequenceProto& p, const Type& declared,
                                 const LoadContext& context) {
-  if (p.sequence_values_size() || p.map_values_size() || p.optional_values_size()) {
+  if (p.sequence_values_size() || p.map_values_size() || p.optional_values_size() ||
+      p.sparse_tensor_values_size()) {
     return Status(StatusCode::kUnsupported,
                   "only sequences of tensors are supported (found nested values)");
   }
@@ -389,11 +467,112 @@ Result<Value> OptionalFromProto(onnx::OptionalProto& p, const Type& declared,
   return Value::MakeEmptyOptional(element);
 }
 
-template <typename Message>
-Status Parse(Message& message, std::span<const std::byte> bytes, std::string_view what) {
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
-      !message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Bad(fmt::format("not a valid {} ({} bytes)", what, bytes.size()));
+// The first unknown field in `root` or any message inside it, as "field 9 (length-delimited) in
+// tensor_values[0]"; nullopt when there is none. Protobuf keeps a field whose number it does not
+// know, or whose wire type does not match the declared field, as an unknown field, so this finds
+// both: bytes of one message kind read as another always leave some behind unless the two
+// encodings happen to coincide. Walks with an explicit stack (no recursion on file depth).
+std::optional<std::string> FindUnknownField(const google::protobuf::Message& root) {
+  using google::protobuf::FieldDescriptor;
+  using google::protobuf::Message;
+  using google::protobuf::UnknownField;
+  struct Item {
+    const Message* message;
+    std::string path;
+  };
+  std::vector<Item> stack{{&root, ""}};
+  while (!stack.empty()) {
+    Item item = std::move(stack.back());
+    stack.pop_back();
+    const auto* reflection = item.message->GetReflection();
+    const auto& unknown = reflection->GetUnknownFields(*item.message);
+    if (unknown.field_count() > 0) {
+      const UnknownField& f = unknown.field(0);
+      std::string_view wire = "?";
+      switch (f.type()) {
+        case UnknownField::TYPE_VARINT:
+          wire = "varint";
+          break;
+        case UnknownField::TYPE_FIXED32:
+          wire = "fixed32";
+          break;
+        case UnknownField::TYPE_FIXED64:
+          wire = "fixed64";
+          break;
+        case UnknownField::TYPE_LENGTH_DELIMITED:
+          wire = "length-delimited";
+          break;
+        case UnknownField::TYPE_GROUP:
+          wire = "group";
+          break;
+      }
+      return fmt::format("field {} ({}){}", f.number(), wire,
+                         item.path.empty() ? "" : " in " + item.path);
+    }
+    std::vector<const FieldDescriptor*> fields;
+    reflection->ListFields(*item.message, &fields);
+    for (const FieldDescriptor* field : fields) {
+      if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) continue;
+      const std::string prefix = item.path.empty() ? field->name() : item.path + "." + field->name();
+      if (field->is_repeated()) {
+        const int n = reflection->FieldSize(*item.message, field);
+        for (int i = 0; i < n; ++i) {
+          stack.push_back({&reflection->GetRepeatedMessage(*item.message, field, i),
+                           fmt::format("{}[{}]", prefix, i)});
+        }
+      } else {
+        stack.push_back({&reflection->GetMessage(*item.message, field), prefix});
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+bool ParseBytes(google::protobuf::Message& message, std::span<const std::byte> bytes) {
+  return bytes.size() <= static_cast<size_t>(std::numeric_limits<int>::max()) &&
+         message.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+// What `bytes` parse as cleanly (no unknown fields, and the fields that make the kind
+// recognisable), other than `declared_kind`: for the message that names what a file looks like.
+std::string LookAlike(std::span<const std::byte> bytes, ValueKind declared_kind) {
+  std::vector<std::string_view> kinds;
+  if (declared_kind != ValueKind::kTensor) {
+    onnx::TensorProto p;
+    if (ParseBytes(p, bytes) && !FindUnknownField(p) && p.data_type() != 0 && !p.has_segment()) {
+      kinds.push_back("a TensorProto");
+    }
+  }
+  if (declared_kind != ValueKind::kSequence) {
+    onnx::SequenceProto p;
+    if (ParseBytes(p, bytes) && !FindUnknownField(p) &&
+        (p.has_elem_type() || p.tensor_values_size() > 0)) {
+      kinds.push_back("a SequenceProto");
+    }
+  }
+  if (declared_kind != ValueKind::kOptional) {
+    onnx::OptionalProto p;
+    if (ParseBytes(p, bytes) && !FindUnknownField(p) &&
+        (p.has_elem_type() || p.has_tensor_value() || p.has_sequence_value())) {
+      kinds.push_back("an OptionalProto");
+    }
+  }
+  if (kinds.empty()) return "";
+  return fmt::format("; the bytes look like {}", fmt::join(kinds, " or "));
+}
+
+// Parses `bytes` as `what` and refuses anything protobuf would otherwise accept silently:
+// unknown fields and wire-type mismatches anywhere inside.
+Status Parse(google::protobuf::Message& message, std::span<const std::byte> bytes,
+             std::string_view what, const Type& declared) {
+  if (!ParseBytes(message, bytes)) {
+    return Bad(fmt::format("not a valid {} ({} bytes; the declared type is {}){}", what,
+                           bytes.size(), declared.ToString(), LookAlike(bytes, declared.kind())));
+  }
+  if (auto unknown = FindUnknownField(message)) {
+    return Bad(fmt::format("not a valid {} ({} bytes; the declared type is {}): unknown {}{}",
+                           what, bytes.size(), declared.ToString(), *unknown,
+                           LookAlike(bytes, declared.kind())));
   }
   return {};
 }
@@ -405,19 +584,20 @@ Result<Value> ValueFromProtoBytes(std::span<const std::byte> bytes, const Type& 
   switch (declared.kind()) {
     case ValueKind::kTensor: {
       onnx::TensorProto p;
-      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "TensorProto"));
-      // SequenceProto and OptionalProto bytes also parse as a TensorProto (their field numbers
-      // overlap); say so rather than report the odd fields that result.
+      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "TensorProto", declared));
+      // SequenceProto and OptionalProto bytes can also parse as a TensorProto (their field
+      // numbers overlap); say so rather than report the odd fields that result.
       if (p.has_segment() || p.data_type() == 0) {
-        return Bad(fmt::format("the {} bytes do not hold a TensorProto (the declared type is {}; "
-                               "a SequenceProto or OptionalProto?)",
-                               bytes.size(), declared.ToString()));
+        return Bad(fmt::format("the {} bytes do not hold a TensorProto (the declared type is "
+                               "{}){}",
+                               bytes.size(), declared.ToString(),
+                               LookAlike(bytes, ValueKind::kTensor)));
       }
       return TensorFromProto(p, context);
     }
     case ValueKind::kSequence: {
       onnx::SequenceProto p;
-      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "SequenceProto"));
+      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "SequenceProto", declared));
       if (p.elem_type() != onnx::SequenceProto::TENSOR &&
           p.elem_type() != onnx::SequenceProto::UNDEFINED) {
         return Status(StatusCode::kUnsupported, "only sequences of tensors are supported");
@@ -426,7 +606,7 @@ Result<Value> ValueFromProtoBytes(std::span<const std::byte> bytes, const Type& 
     }
     case ValueKind::kOptional: {
       onnx::OptionalProto p;
-      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "OptionalProto"));
+      IDEM_RETURN_IF_ERROR(Parse(p, bytes, "OptionalProto", declared));
       return OptionalFromProto(p, declared, context);
     }
   }
@@ -490,7 +670,7 @@ Result<std::string> ValueToProtoBytes(const Value& value, const std::string& nam
   if (!ok) {
     return Status(
         StatusCode::kResourceExhausted,
-        fmt::format("output '{}' is too large to serialize as protobuf (2 GiB limit)", name));
+        fmt::format("output {} is too large to serialize as protobuf (2 GiB limit)", QuoteName(name)));
   }
   return out;
 }

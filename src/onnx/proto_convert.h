@@ -12,10 +12,10 @@
 #include <string>
 
 #include "idem/options.h"
-#include "idem/value.h"
 #include "idem/status.h"
 #include "idem/type.h"
 #include "idem/value.h"
+#include "src/onnx/external_data.h"
 
 namespace onnx {
 class TensorProto;
@@ -30,6 +30,8 @@ struct LoadContext {
   // Folder external data must stay inside; empty refuses external data.
   std::string base_dir;
   Limits limits;
+  // How external data is brought in (map or copy) and whether hard-linked files are accepted.
+  ExternalDataOptions external;
 };
 
 // Converts a TensorProto. May move raw_data out of `proto` to avoid a copy (the proto is left

@@ -316,10 +316,13 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
           : min_inputs == max_inputs ? std::to_string(min_inputs)
                                      : fmt::format("{} to {}", min_inputs, max_inputs)));
     }
-    if (node.outputs.empty() || node.outputs.size() > schema.outputs.size() ||
-        node.outputs[0].empty()) {
+    if (node.outputs.empty() || node.outputs.size() > schema.outputs.size()) {
       return Invalid(fmt::format("{}: has {} outputs; {} produces {}", label, node.outputs.size(),
                                  schema.Name(), schema.outputs.size()));
+    }
+    if (node.outputs[0].empty()) {
+      return Invalid(fmt::format("{}: output 0 has an empty name ({}'s first output is required)",
+                                 label, schema.Name()));
     }
     for (const Attribute& a : node.attributes) {
       if (std::find(schema.attributes.begin(), schema.attributes.end(), a.name) ==

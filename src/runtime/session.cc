@@ -320,13 +320,14 @@ struct SessionFactory {
 };
 
 Result<Session> Session::Create(const std::string& path, const SessionOptions& options) {
-  return Finish(LoadGraphFromFile(path, options.limits), options, &SessionFactory::Make);
+  return Finish(LoadGraphFromFile(path, options.limits, ExternalDataOptions::From(options)), options, &SessionFactory::Make);
 }
 
 Result<Session> Session::CreateFromBytes(std::span<const std::byte> bytes,
                                          const std::string& base_dir,
                                          const SessionOptions& options) {
-  return Finish(LoadGraphFromBytes(bytes, base_dir, options.limits), options,
+  return Finish(LoadGraphFromBytes(bytes, base_dir, options.limits,
+                                   ExternalDataOptions::From(options)), options,
                 &SessionFactory::Make);
 }
 
@@ -338,7 +339,8 @@ Result<Session> CreateSessionFromProto(const onnx::ModelProto& model, const std:
 
 Result<Session> CreateSessionFromProto(onnx::ModelProto&& model, const std::string& base_dir,
                                        const SessionOptions& options) {
-  return Finish(LoadGraphFromProto(model, base_dir, options.limits), options,
+  return Finish(LoadGraphFromProto(model, base_dir, options.limits,
+                                   ExternalDataOptions::From(options)), options,
                 &SessionFactory::Make);
 }
 
