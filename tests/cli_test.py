@@ -160,6 +160,166 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("FAIL unsupported", r.stdout)
 
+    # ---- issue 12: crashes, misreads and integrity (each fails on the code before the fix)
+
+    def write_unshaped_model(self, elem=TensorProto.FLOAT, initializer=None):
+        x = helper.make_tensor_value_info("x", elem, None)
+        y = helper.make_tensor_value_info("y", elem, None)
+        inits = [initializer] if initializer is not None else []
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="id0")], "g",
+                                  [] if initializer is not None else [x], [y], initializer=inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        path = os.path.join(self.dir, "model.onnx")
+        onnx.save(model, path)
+        return path
+
+    def test_very_high_rank_values_print_without_recursion(self):
+        rank = 60000
+        # From an initializer...
+        init = numpy_helper.from_array(np.full((1,) * 32, 5, dtype=np.float32), "x")
+        del init.dims[:]
+        init.dims.extend([1] * rank)
+        model = self.write_unshaped_model(initializer=init)
+        r = idem("run", model)
+        self.assertEqual(r.returncode, 0, r.stderr[:300])
+        self.assertIn("y float[" + ",".join(["1"] * rank) + "] = " + "[" * rank + "5" + "]" * rank,
+                      r.stdout)
+        # ... and from a fed .pb and a fed .npy (whose header is then ~120 KB long).
+        model = self.write_unshaped_model()
+        t = numpy_helper.from_array(np.array([7], dtype=np.float32), "x")
+        del t.dims[:]
+        t.dims.extend([1] * rank)
+        with open(os.path.join(self.dir, "x.pb"), "wb") as f:
+            f.write(t.SerializeToString())
+        r = idem("run", model, "--input", f"x={self.dir}/x.pb")
+        self.assertEqual(r.returncode, 0, r.stderr[:300])
+        self.assertIn("[" * rank + "7" + "]" * rank, r.stdout)
+        np.save(os.path.join(self.dir, "x.npy"), np.full((1,) * 32, 9, dtype=np.float32))
+        with open(os.path.join(self.dir, "x.npy"), "rb") as f:
+            data = f.read()
+        header = ("{'descr': '<f4', 'fortran_order': False, 'shape': (" + "1, " * rank + "), }")
+        header = header.encode() + b" " * ((64 - (12 + len(header) + 1) % 64) % 64) + b"\n"
+        with open(os.path.join(self.dir, "big.npy"), "wb") as f:
+            f.write(b"\x93NUMPY\x02\x00" + len(header).to_bytes(4, "little") + header + data[-4:])
+        r = idem("run", model, "--input", f"x={self.dir}/big.npy")
+        self.assertEqual(r.returncode, 0, r.stderr[:300])
+        self.assertIn("[" * rank + "9" + "]" * rank, r.stdout)
+
+    def test_fortran_order_npy_is_read_in_c_order(self):
+        model = self.write_unshaped_model(elem=TensorProto.INT32)
+        x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+        np.save(os.path.join(self.dir, "f.npy"), np.asfortranarray(x))
+        with open(os.path.join(self.dir, "f.npy"), "rb") as f:
+            self.assertIn(b"'fortran_order': True", f.read(128))
+        r = idem("run", model, "--input", f"x={self.dir}/f.npy", "--output-dir", self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        t = TensorProto()
+        with open(os.path.join(self.dir, "output_0.pb"), "rb") as f:
+            t.ParseFromString(f.read())
+        self.assertEqual(numpy_helper.to_array(t).tobytes(), x.tobytes())
+        # The same header in double quotes (valid Python, written by other tools) means the same.
+        with open(os.path.join(self.dir, "f.npy"), "rb") as f:
+            data = f.read()
+        data = data.replace(b"'descr'", b'"descr"').replace(b"'fortran_order'", b'"fortran_order"')
+        data = data.replace(b"'shape'", b'"shape"')
+        with open(os.path.join(self.dir, "dq.npy"), "wb") as f:
+            f.write(data)
+        r2 = idem("run", model, "--input", f"x={self.dir}/dq.npy")
+        self.assertEqual(r2.returncode, 0, r2.stderr)
+        self.assertIn("y int32[2,3,4] = [[[0, 1, 2, 3], [4, 5, 6, 7]", r2.stdout)
+        self.assertEqual(r.stdout, r2.stdout)
+        # Fortran-order byte strings too.
+        model = self.write_unshaped_model(elem=TensorProto.STRING)
+        s = np.array([[b"a", b"bb", b"ccc"], [b"d", b"", b"f"]], dtype="S3")
+        np.save(os.path.join(self.dir, "s.npy"), np.asfortranarray(s))
+        r = idem("run", model, "--input", f"x={self.dir}/s.npy")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('[["a", "bb", "ccc"], ["d", "", "f"]]', r.stdout)
+
+    def test_output_dir_writes_all_or_nothing_and_keeps_modes(self):
+        model = write_identity_model(self.dir, outputs=2)
+        np.save(os.path.join(self.dir, "x.npy"), np.ones((2, 3), dtype=np.float32))
+        out_dir = os.path.join(self.dir, "out")
+        os.makedirs(out_dir)
+        first = os.path.join(out_dir, "output_0.pb")
+        with open(first, "wb") as f:
+            f.write(b"precious")
+        os.chmod(first, 0o640)
+        os.makedirs(os.path.join(out_dir, "output_1.pb"))  # the second target cannot be written
+        r = idem("run", model, "--input", f"x={self.dir}/x.npy", "--output-dir", out_dir)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("output_1.pb", r.stderr)
+        with open(first, "rb") as f:
+            self.assertEqual(f.read(), b"precious")
+        self.assertEqual(sorted(os.listdir(out_dir)), ["output_0.pb", "output_1.pb"])
+        os.rmdir(os.path.join(out_dir, "output_1.pb"))
+        old_umask = os.umask(0o022)
+        try:
+            r = idem("run", model, "--input", f"x={self.dir}/x.npy", "--output-dir", out_dir)
+        finally:
+            os.umask(old_umask)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.stat(first).st_mode & 0o777, 0o640)  # an existing file keeps its mode
+        self.assertEqual(os.stat(os.path.join(out_dir, "output_1.pb")).st_mode & 0o777, 0o644)
+        self.assertEqual(sorted(os.listdir(out_dir)), ["output_0.pb", "output_1.pb"])
+
+    def test_names_are_escaped_in_output(self):
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
+        y = helper.make_tensor_value_info("y\nerror: forged\x1b[2J", TensorProto.FLOAT, [1])
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], [y.name], name="id0")], "g",
+                                  [x], [y])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        path = os.path.join(self.dir, "model.onnx")
+        onnx.save(model, path)
+        np.save(os.path.join(self.dir, "x.npy"), np.ones((1,), dtype=np.float32))
+        r = idem("run", path, "--input", f"x={self.dir}/x.npy")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("\n"), 1, r.stdout)
+        self.assertNotIn("\x1b", r.stdout)
+        self.assertIn("y\\nerror: forged\\x1b[2J float[1]", r.stdout)
+        r = idem("info", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("\x1b", r.stdout)
+        self.assertNotIn("\nerror:", r.stdout)
+        r = idem("run", path, "--input", "x\x1b[2J=nope.pb")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertNotIn("\x1b", r.stderr)
+
+    def test_external_data_modes_and_hard_links(self):
+        folder = os.path.join(self.dir, "m")
+        os.makedirs(folder)
+        w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+        w.ClearField("raw_data")
+        w.data_location = TensorProto.EXTERNAL
+        for k, v in (("location", "w.bin"), ("offset", "0"), ("length", "24")):
+            e = w.external_data.add()
+            e.key, e.value = k, v
+        with open(os.path.join(self.dir, "outside.bin"), "wb") as f:
+            f.write(np.arange(6, dtype=np.float32).tobytes())
+        os.link(os.path.join(self.dir, "outside.bin"), os.path.join(folder, "w.bin"))
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+        graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"], name="id0")], "g",
+                                  [], [y], initializer=[w])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 8
+        path = os.path.join(folder, "model.onnx")
+        onnx.save(model, path)
+        for command in ("run", "check", "info"):
+            r = idem(command, path)
+            self.assertEqual(r.returncode, 1, command)
+            self.assertIn("hard link", r.stderr)
+        for mode in ("map", "copy"):
+            r = idem("run", path, f"--external-data={mode}", "--allow-hard-links")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("y float[2,3] = [[0, 1, 2], [3, 4, 5]]", r.stdout)
+        r = idem("check", path, "--external-data=copy", "--allow-hard-links")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = idem("run", path, "--external-data=both")
+        self.assertEqual(r.returncode, 2)
+
 
 if __name__ == "__main__":
     IDEM = sys.argv.pop(1)

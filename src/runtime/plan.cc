@@ -6,6 +6,8 @@
 #include <set>
 #include <unordered_map>
 
+#include "src/core/text.h"
+
 namespace idem {
 namespace {
 
@@ -189,7 +191,7 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
   std::unordered_map<std::string, Value> initializers;
   std::string header = fmt::format("IR version {}\nopsets:", graph.ir_version);
   for (const auto& [domain, version] : graph.opsets) {
-    header += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : domain, version);
+    header += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : EscapeText(domain), version);
   }
   header += "\n";
   std::string node_lines;
@@ -418,8 +420,9 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
     const bool erase =
         options.eliminate_identity && schema.domain.empty() && schema.op_type == "Identity";
     node_lines +=
-        fmt::format("  {}: {} -> {}{}\n", label, fmt::join(node.inputs, ", "),
-                    fmt::join(node.outputs, ", "), erase ? "  (erased: aliases its input)" : "");
+        fmt::format("  {}: {} -> {}{}\n", label, EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
+                    EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))),
+                    erase ? "  (erased: aliases its input)" : "");
     if (erase) {
       slots[node.outputs[0]] = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
       continue;
@@ -465,12 +468,13 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
 
   std::string io;
   for (const ValueInfo& v : plan.feeds)
-    io += fmt::format("input  {} {}\n", v.name, v.type.ToShortString());
+    io += fmt::format("input  {} {}\n", EscapeText(v.name), v.type.ToShortString());
   for (const ValueInfo& v : plan.overrides) {
-    io += fmt::format("input  {} {} (initializer default)\n", v.name, v.type.ToShortString());
+    io += fmt::format("input  {} {} (initializer default)\n", EscapeText(v.name),
+                      v.type.ToShortString());
   }
   for (const ValueInfo& v : plan.outputs)
-    io += fmt::format("output {} {}\n", v.name, v.type.ToShortString());
+    io += fmt::format("output {} {}\n", EscapeText(v.name), v.type.ToShortString());
   plan.description = header + io + fmt::format("nodes ({}):\n", graph.nodes.size()) + node_lines;
   return plan;
 }

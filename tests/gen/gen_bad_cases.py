@@ -264,6 +264,114 @@ def gen_external(out):
     write_expect(d, "check", ["{dir}/model/model.onnx"], ["error:", "external", "lnk/w.bin"])
 
 
+def npy_bytes(header, payload=b"", version=1, declared_len=None):
+    """A .npy file with the given header text (padded as numpy pads it)."""
+    h = header.encode("latin1")
+    h += b" " * ((64 - (10 + len(h) + 1) % 64) % 64) + b"\n"
+    n = len(h) if declared_len is None else declared_len
+    if version == 1:
+        prefix = b"\x93NUMPY\x01\x00" + n.to_bytes(2, "little")
+    else:
+        prefix = b"\x93NUMPY\x02\x00" + n.to_bytes(4, "little")
+    return prefix + h + payload
+
+
+def gen_value_files(out):
+    """Value files that a lenient reader misreads or crashes on (issue 12): messages of the wrong
+    kind, typed fields out of range for the element type, .npy headers a regex parser chokes on."""
+    # A TensorProto with raw_data fed where a sequence is declared: as a SequenceProto its fields
+    # are unknown (dims, raw_data) or land in elem_type, so a lenient parse gives an empty
+    # sequence and the run "succeeds".
+    seq_model = make_model([node("Identity", ["feed_seq"], ["y"], "id0")],
+                           [vi("feed_seq", seq_type(tensor_type(F)))], [vi("y", seq_type(tensor_type(F)))], 14)
+    run_case(out, "bad_run_raw_tensor_for_sequence", seq_model,
+             {"feed_seq": make_tensor("feed_seq", F, [2, 3], sample_payload(F, 6), "raw")},
+             ["feed_seq", "TensorProto"])
+    # Likewise in `idem test`: input and expected output are two unrelated tensors.
+    d = write_case(out, "bad_test_tensors_for_sequences", identity_model(seq_type(tensor_type(F)), 14),
+                   [([make_tensor("x", F, [2, 3], sample_payload(F, 6), "raw")],
+                     [make_tensor("y", F, [3], sample_payload(F, 3, 7), "raw")])])
+    write_expect(d, "test", ["{dir}"], [], stdout_contains=["FAIL", "TensorProto", "0 passed, 1 failed"])
+    opt_model = make_model([node("Identity", ["feed_opt"], ["y"], "id0")],
+                           [vi("feed_opt", opt_type(tensor_type(F)))], [vi("y", opt_type(tensor_type(F)))], 16)
+    run_case(out, "bad_run_raw_tensor_for_optional", opt_model,
+             {"feed_opt": make_tensor("feed_opt", F, [2, 3], sample_payload(F, 6), "raw")},
+             ["feed_opt", "TensorProto"])
+
+    # Typed fields holding values the element type cannot: narrowing would change them silently.
+    def typed_case(name, elem, field, values, opset=13, shape=None):
+        code = CODE[elem]
+        t = TensorProto()
+        t.name = "feed_t"
+        t.data_type = code
+        t.dims.extend(shape if shape is not None else [len(values)])
+        getattr(t, field).extend(values)
+        tp = tensor_type(code)
+        m = make_model([node("Identity", ["feed_t"], ["y"], "id0")], [vi("feed_t", tp)], [vi("y", tp)], opset)
+        run_case(out, name, m, {"feed_t": t}, ["feed_t", field])
+    typed_case("bad_range_uint8_300", "uint8", "int32_data", [1, 300])
+    typed_case("bad_range_int8_minus129", "int8", "int32_data", [-129])
+    typed_case("bad_range_bool_2", "bool", "int32_data", [0, 2])
+    typed_case("bad_range_float16_bits", "float16", "int32_data", [0x10000])
+    typed_case("bad_range_uint32_2p40", "uint32", "uint64_data", [1 << 40])
+    typed_case("bad_range_uint4_byte", "uint4", "int32_data", [0x1FF], opset=21, shape=[2])
+
+    # The dims-overflow rule must not depend on the order of the dims.
+    for name, dims in [("bad_dims_zero_first", [0, 1 << 62, 1 << 62]), ("bad_dims_zero_last", [1 << 62, 1 << 62, 0])]:
+        w = TensorProto()
+        w.name = "w_big"
+        w.data_type = F
+        w.dims.extend(dims)
+        check_case(out, name, make_model([node("Identity", ["w_big"], ["y"], "id0")], [],
+                                         [vi("y", tensor_type(F))], 13, initializers=[w]), ["w_big", "overflows"])
+
+    # .npy headers: numpy's own spelling with double quotes must parse; these must be refused with
+    # an error line, never an abort (std::stoul) or a stack overflow (std::regex).
+    model = make_model([node("Identity", ["feed_x"], ["y"], "id0")], [vi("feed_x", tensor_type(F))],
+                       [vi("y", tensor_type(F))], 13)
+    s_model = make_model([node("Identity", ["feed_x"], ["y"], "id0")], [vi("feed_x", tensor_type(CODE["string"]))],
+                         [vi("y", tensor_type(CODE["string"]))], 13)
+    npys = {
+        "bad_npy_huge_s_width": (s_model, npy_bytes("{'descr': '|S99999999999999999999999', 'fortran_order': False, 'shape': (1,), }")),
+        "bad_npy_s_width_overflows_count": (s_model, npy_bytes("{'descr': '|S4294967296', 'fortran_order': False, 'shape': (4294967296,), }")),
+        "bad_npy_long_header": (model, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (" + "1, " * 20000 + "), 'x': 1}", version=2)),
+        "bad_npy_negative_dim": (model, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }")),
+        "bad_npy_fractional_dim": (model, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1.5,), }", b"\0" * 8)),
+        "bad_npy_dim_overflow": (model, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }")),
+        "bad_npy_header_past_end": (model, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", declared_len=60000)),
+        "bad_npy_no_shape": (model, npy_bytes("{\"descr\": \"<f4\", \"fortran_order\": False}")),
+    }
+    for name, (m, data) in npys.items():
+        d = write_case(out, name, m, files={"x.npy": data})
+        write_expect(d, "run", ["{dir}/model.onnx", "--input", "feed_x={dir}/x.npy"], ["error:", "x.npy"])
+
+
+def gen_messages(out):
+    """Names from the file are escaped: a newline cannot forge a second `error:` line and escape
+    codes do not reach the terminal (run_bad_cases.py requires exactly one stderr line)."""
+    bad_in = [vi("x", seq_type(tensor_type(F)))]
+    check_case(out, "bad_name_newline", make_model(
+        [node("Identity", ["x"], ["y"], "id0\nerror: forged line")], bad_in, [vi("y", seq_type(tensor_type(F)))], 13),
+        ["id0\\nerror: forged line"])
+    check_case(out, "bad_name_escape_code", make_model(
+        [node("Identity", ["x"], ["y"], "id\x1b[31mred")], bad_in, [vi("y", seq_type(tensor_type(F)))], 13),
+        ["id\\x1b[31mred"])
+    check_case(out, "bad_empty_output_name", make_model(
+        [node("Identity", ["x"], [""], "id0")], [vi("x", FLOAT23)], [vi("y", FLOAT23)], 13),
+        ["id0", "empty name"])
+
+
+def gen_hard_link(out):
+    """An external-data file with a second hard link is refused by default: the link may be the
+    only trace of a file outside the model's folder."""
+    payload = sample_payload(F, 6)
+    d = fresh_dir(os.path.join(out, "bad_ext_hard_link"))
+    write_case(d, "model", ext_model("w.bin"))
+    write_bytes(os.path.join(d, "outside.bin"), payload)
+    os.link(os.path.join(d, "outside.bin"), os.path.join(d, "model", "w.bin"))
+    write_expect(d, "check", ["{dir}/model/model.onnx"], ["error:", "w.bin", "hard link"])
+
+
 def test_case(out, name, model, inputs, expected):
     """A backend test folder whose expected output is wrong: `idem test` must
     report the failure on stdout and exit 1."""
@@ -321,6 +429,9 @@ def main(argv):
     gen_initializer_data(out)
     gen_external(out)
     gen_test_failures(out)
+    gen_value_files(out)
+    gen_messages(out)
+    gen_hard_link(out)
 
 
 if __name__ == "__main__":
