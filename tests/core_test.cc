@@ -5,7 +5,11 @@
 #include <cstring>
 #include <limits>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "idem/idem.h"
+#include "src/core/text.h"
 
 namespace idem {
 namespace {
@@ -132,6 +136,85 @@ TEST(FormatTest, PreviewsNestedShapes) {
   // fuzz_value regression: a zero dim after a huge one must not walk the huge one.
   EXPECT_EQ(FormatValue(FloatTensor({1610612735, 0}, {})), "[]");
   EXPECT_EQ(FormatValue(FloatTensor({2, 0, 3}, {})), "[]");
+}
+
+// ---- issue 12: nothing a file controls may drive recursion; names are escaped.
+
+TEST(FormatTest, VeryHighRankPrintsWithoutRecursion) {
+  // Tens of thousands of dims of size 1 once overflowed the stack (one frame per dim).
+  const size_t rank = 200000;
+  Value v = FloatTensor(std::vector<int64_t>(rank, 1), {3});
+  const std::string out = FormatValue(v);
+  EXPECT_EQ(out, std::string(rank, '[') + "3" + std::string(rank, ']'));
+  EXPECT_FALSE(DescribeDifference(v, v));
+  Value w = FloatTensor(std::vector<int64_t>(rank, 1), {4});
+  ASSERT_TRUE(DescribeDifference(v, w));
+  EXPECT_NE(v.type().ToShortString().find("[1,1,1"), std::string::npos);
+}
+
+TEST(FormatTest, TruncationMarksEveryLevelWithItemsLeft) {
+  std::vector<float> sixty(60);
+  for (size_t i = 0; i < sixty.size(); ++i) sixty[i] = static_cast<float>(i);
+  EXPECT_EQ(FormatValue(FloatTensor({30}, std::vector<float>(sixty.begin(), sixty.begin() + 30)), 2),
+            "[0, 1...]");
+  EXPECT_EQ(FormatValue(FloatTensor({2, 30}, sixty), 2), "[[0, 1...]...]");
+  EXPECT_EQ(FormatValue(FloatTensor({2, 2}, {1, 2, 3, 4}), 2), "[[1, 2]...]");
+  EXPECT_EQ(FormatValue(FloatTensor({2, 2}, {1, 2, 3, 4})), "[[1, 2], [3, 4]]");
+  EXPECT_EQ(FormatValue(FloatTensor({2, 1, 2}, {1, 2, 3, 4})), "[[[1, 2]], [[3, 4]]]");
+  EXPECT_EQ(FormatValue(FloatTensor({2, 2}, {1, 2, 3, 4}), 0), "[...]");
+}
+
+TEST(TypeTest, DeepTypesAreWalkedAndDestroyedWithoutRecursion) {
+  // The C++ API can nest without limit (files are bounded by max_type_depth); no walk may
+  // recurse once per level.
+  const int depth = 300'000;
+  Type a = Type::Tensor(ElementType::kFloat);
+  Type b = Type::Tensor(ElementType::kFloat);
+  for (int i = 0; i < depth; ++i) {
+    a = i % 2 ? Type::Sequence(std::move(a)) : Type::Optional(std::move(a));
+    b = i % 2 ? Type::Sequence(std::move(b)) : Type::Optional(std::move(b));
+  }
+  EXPECT_TRUE(a.SameStructure(b));
+  EXPECT_TRUE(a.CompatibleWith(b));
+  EXPECT_EQ(a.depth(), depth + 1);
+  const std::string text = a.ToString();
+  EXPECT_EQ(text.size(), std::string("tensor(float)").size() + (depth / 2) * 13 + depth);
+  EXPECT_EQ(text.substr(0, 13), "seq(optional(");
+  EXPECT_EQ(a.ToShortString().size(), std::string("float[?]").size() + (depth / 2) * 13 + depth);
+}
+
+TEST(ValueTest, DimsOverflowRuleDoesNotDependOnOrder) {
+  // The product of the non-zero dims must fit in int64 even when a zero dim empties the tensor.
+  const int64_t big = int64_t{1} << 62;
+  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
+           {0, big, big}, {big, big, 0}, {big, 0, big}}) {
+    auto r = Value::MakeTensor(ElementType::kFloat, dims, Buffer());
+    ASSERT_FALSE(r.ok()) << fmt::format("{}", fmt::join(dims, ","));
+    EXPECT_NE(r.status().message().find("overflows"), std::string::npos);
+    EXPECT_FALSE(Value::MakeStringTensor(dims, {}).ok());
+  }
+  EXPECT_TRUE(Value::MakeTensor(ElementType::kFloat, {0, big, 1}, Buffer()).ok());
+  EXPECT_TRUE(Value::MakeTensor(ElementType::kFloat, {big, 1, 0}, Buffer()).ok());
+}
+
+TEST(TextTest, NamesAreQuotedAndEscaped) {
+  EXPECT_EQ(QuoteName("id0"), "'id0'");
+  EXPECT_EQ(QuoteName(""), "''");
+  EXPECT_EQ(QuoteName("a\nerror: b"), "'a\\nerror: b'");
+  EXPECT_EQ(QuoteName("it's"), "'it\\'s'");
+  EXPECT_EQ(QuoteName("x\x1b[31m\x7f\t"), "'x\\x1b[31m\\x7f\\t'");
+  EXPECT_EQ(QuoteName("caf\xc3\xa9"), "'caf\xc3\xa9'");     // valid UTF-8 stays
+  EXPECT_EQ(QuoteName("\xff\xc3"), "'\\xff\\xc3'");       // invalid bytes are escaped
+  EXPECT_EQ(QuoteName("\xc2\x9b"), "'\\u009b'");            // C1 CSI
+  EXPECT_EQ(EscapeText("a\nb", /*keep_newlines=*/true), "a\nb");
+}
+
+TEST(TextTest, StatusMessagesNeverHoldControlCharacters) {
+  Status s(StatusCode::kInvalidModel, "node 'a\nerror: forged' \x1b[2J");
+  EXPECT_EQ(s.message(), "node 'a\\nerror: forged' \\x1b[2J");
+  Status t = Status(StatusCode::kInvalidModel, "x").WithContext("file\r.onnx");
+  EXPECT_EQ(t.message(), "file\\r.onnx: x");
+  EXPECT_EQ(Status(StatusCode::kInvalidModel, "plain 'ok' text").message(), "plain 'ok' text");
 }
 
 }  // namespace

@@ -197,5 +197,184 @@ TEST(ModelLoaderTest, TypeDepthIsLimited) {
   EXPECT_EQ(TypeFromProto(t, limits).status().code(), StatusCode::kResourceExhausted);
 }
 
+// ---- issue 12: silent misreads and external-data integrity.
+
+TEST(TensorProtoTest, TypedFieldsOutOfRangeAreRefusedNotTruncated) {
+  struct Case {
+    int type;                   // element type code
+    std::vector<int64_t> good;  // boundary values that must be accepted
+    std::vector<int64_t> bad;   // values a narrowing copy would silently change
+  };
+  const std::vector<Case> int32_cases = {
+      {onnx::TensorProto::UINT8, {0, 255}, {256, 300, -1}},
+      {onnx::TensorProto::INT8, {-128, 127}, {128, -129}},
+      {onnx::TensorProto::UINT16, {0, 65535}, {65536, -1}},
+      {onnx::TensorProto::INT16, {-32768, 32767}, {32768, -32769}},
+      {onnx::TensorProto::BOOL, {0, 1}, {2, -1}},
+      {onnx::TensorProto::FLOAT16, {0, 0xffff}, {0x10000, -1}},
+      {onnx::TensorProto::BFLOAT16, {0, 0xffff}, {0x1ffff}},
+      {17, {0, 255}, {256}},          // float8e4m3fn (onnx 1.12 has no enum name for it)
+      {21, {0, 0xff}, {0x1ff, -1}},   // uint4: one packed byte per entry
+      {22, {0, 0xff}, {0x100}},       // int4
+  };
+  for (const Case& c : int32_cases) {
+    const auto et = static_cast<ElementType>(c.type);
+    const bool packed = ElementBits(et) < 8;
+    for (int64_t v : c.good) {
+      onnx::TensorProto p;
+      p.set_data_type(c.type);
+      p.add_dims(packed ? 2 : 1);
+      p.add_int32_data(static_cast<int32_t>(v));
+      EXPECT_TRUE(TensorFromProto(p, {}).ok()) << c.type << " " << v;
+    }
+    for (int64_t v : c.bad) {
+      onnx::TensorProto p;
+      p.set_data_type(c.type);
+      p.add_dims(packed ? 2 : 1);
+      p.add_int32_data(static_cast<int32_t>(v));
+      auto r = TensorFromProto(p, {});
+      ASSERT_FALSE(r.ok()) << c.type << " " << v;
+      EXPECT_NE(r.status().message().find("int32_data[0]"), std::string::npos)
+          << r.status().message();
+      EXPECT_NE(r.status().message().find("out of range"), std::string::npos);
+    }
+  }
+  onnx::TensorProto u32;
+  u32.set_data_type(onnx::TensorProto::UINT32);
+  u32.add_dims(2);
+  u32.add_uint64_data(0xffffffffu);
+  u32.add_uint64_data(uint64_t{1} << 40);
+  auto r = TensorFromProto(u32, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("uint64_data[1]"), std::string::npos) << r.status().message();
+  u32.set_uint64_data(1, 7);
+  Value ok = TensorFromProto(u32, {}).value();
+  EXPECT_EQ(ok.tensor().data_as<uint32_t>()[0], 0xffffffffu);
+}
+
+TEST(TensorProtoTest, DimsOverflowRuleDoesNotDependOnOrder) {
+  const int64_t big = int64_t{1} << 62;
+  for (const std::vector<int64_t>& dims :
+       std::vector<std::vector<int64_t>>{{0, big, big}, {big, big, 0}, {big, 0, big}}) {
+    onnx::TensorProto p;
+    p.set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) p.add_dims(d);
+    p.set_raw_data("");
+    auto r = TensorFromProto(p, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("overflows"), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(ValueBytesTest, WrongMessageKindsAreRefusedAndNamed) {
+  onnx::TensorProto t;
+  t.set_name("t");
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(2);
+  t.set_raw_data(std::string(8, '\0'));
+  const std::string tensor_bytes = t.SerializeAsString();
+  const auto bytes = std::as_bytes(std::span(tensor_bytes));
+  for (const Type& declared :
+       {Type::Sequence(Type::Tensor(ElementType::kFloat)),
+        Type::Optional(Type::Tensor(ElementType::kFloat)),
+        Type::Optional(Type::Sequence(Type::Tensor(ElementType::kFloat)))}) {
+    auto r = ValueFromProtoBytes(bytes, declared, {});
+    ASSERT_FALSE(r.ok()) << declared.ToString();
+    EXPECT_NE(r.status().message().find("look like a TensorProto"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find(declared.ToString()), std::string::npos);
+  }
+  // An unknown field deep inside (a sequence item) is found too.
+  onnx::SequenceProto seq;
+  seq.set_elem_type(onnx::SequenceProto::TENSOR);
+  *seq.add_tensor_values() = t;
+  seq.mutable_tensor_values(0)->GetReflection()->MutableUnknownFields(seq.mutable_tensor_values(0))
+      ->AddVarint(99, 1);
+  const std::string seq_bytes = seq.SerializeAsString();
+  auto r = ValueFromProtoBytes(std::as_bytes(std::span(seq_bytes)),
+                               Type::Sequence(Type::Tensor(ElementType::kFloat)), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("field 99"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("tensor_values[0]"), std::string::npos);
+  // A wire-type mismatch on a known field (elem_type sent as a string) is refused as well.
+  std::string mismatched;
+  mismatched.push_back(static_cast<char>((2 << 3) | 2));  // field 2, length-delimited
+  mismatched.push_back(1);
+  mismatched.push_back('x');
+  r = ValueFromProtoBytes(std::as_bytes(std::span(mismatched)),
+                          Type::Sequence(Type::Tensor(ElementType::kFloat)), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("field 2 (length-delimited)"), std::string::npos)
+      << r.status().message();
+  // Sparse tensors inside a sequence are not silently dropped.
+  onnx::SequenceProto sparse;
+  sparse.add_sparse_tensor_values()->mutable_values()->set_data_type(onnx::TensorProto::FLOAT);
+  const std::string sparse_bytes = sparse.SerializeAsString();
+  EXPECT_FALSE(ValueFromProtoBytes(std::as_bytes(std::span(sparse_bytes)),
+                                   Type::Sequence(Type::Tensor(ElementType::kFloat)), {})
+                   .ok());
+}
+
+TEST_F(ExternalDataTest, HardLinksAreRefusedUnlessAllowed) {
+  ASSERT_EQ(link((root_ / "secret.bin").c_str(), (root_ / "model" / "hard.bin").c_str()), 0);
+  auto r = MapExternalData(dir(), "hard.bin", 0, std::nullopt);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("hard links"), std::string::npos) << r.status().message();
+  ExternalDataOptions allow;
+  allow.allow_hard_links = true;
+  Buffer b = MapExternalData(dir(), "hard.bin", 0, std::nullopt, allow).value();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(b.data()), b.size()), "top secret");
+}
+
+TEST_F(ExternalDataTest, CopyModeSurvivesTruncationAndRewrites) {
+  using namespace testing;
+  // A model whose initializer lives in w.bin, loaded in copy mode: truncating or rewriting the
+  // file afterwards must not change (or fault on) the values the session hands out.
+  std::vector<float> values = {1, 2, 3, 4, 5, 6};
+  {
+    std::ofstream f(root_ / "model" / "big.bin", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(values.data()), 24);
+  }
+  onnx::ModelProto m = EmptyModel(13, 8);
+  onnx::GraphProto* g = m.mutable_graph();
+  onnx::TensorProto* w = g->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(6);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* entry = w->add_external_data();
+  entry->set_key("location");
+  entry->set_value("big.bin");
+  AddNode(g, "Identity", {"w"}, {"y"});
+  AddValueInfo(g->mutable_output(), "y", TensorTypeProto(ElementType::kFloat, {6}));
+  const std::string path = (root_ / "model" / "m.onnx").string();
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << m.SerializeAsString();
+  }
+  SessionOptions copy;
+  copy.external_data = ExternalDataMode::kCopy;
+  auto session = Session::Create(path, copy);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  SessionOptions map;  // the default
+  auto mapped = Session::Create(path, map);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().message();
+  auto mapped_out = mapped->Run({}).value();
+  // Overwrite in place: a mapped value changes (documented), a copied one does not.
+  {
+    std::vector<float> other = {9, 9, 9, 9, 9, 9};
+    std::fstream f(root_ / "model" / "big.bin", std::ios::binary | std::ios::in | std::ios::out);
+    f.write(reinterpret_cast<const char*>(other.data()), 24);
+  }
+  EXPECT_EQ(mapped_out[0].tensor().data_as<float>()[0], 9.0f);
+  mapped_out.clear();
+  mapped = Status(StatusCode::kInternal, "released");  // unmap before truncating
+  ASSERT_EQ(truncate((root_ / "model" / "big.bin").c_str(), 0), 0);
+  auto out = session->Run({}).value();
+  auto data = out[0].tensor().data_as<float>();
+  ASSERT_EQ(data.size(), 6u);
+  EXPECT_EQ(std::vector<float>(data.begin(), data.end()), values);
+}
+
 }  // namespace
 }  // namespace idem

@@ -12,6 +12,17 @@ struct Type::Node {
   std::optional<std::vector<Dim>> shape;
   Type element;  // for sequence / optional; placeholder otherwise
   int depth = 1;
+
+  // Unlinks the chain of elements iteratively: destroying a deeply nested Type through the
+  // default destructor would recurse once per level.
+  ~Node() {
+    std::shared_ptr<const Node> next = std::move(element.node_);
+    while (next && next.use_count() == 1) {
+      // Sole owner: nobody else can reach `next`, so taking its element is safe.
+      std::shared_ptr<const Node> after = std::move(const_cast<Node&>(*next).element.node_);
+      next = std::move(after);
+    }
+  }
 };
 
 Type::Type() : node_(nullptr) {}
