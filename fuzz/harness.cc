@@ -315,7 +315,8 @@ void FuzzModel(const uint8_t* data, size_t size) {
 void FuzzValue(const uint8_t* data, size_t size) {
   if (size == 0) return;
   const Type declared = DeclaredType(data[0]);
-  auto value = ValueFromProtoBytes(AsBytes(data + 1, size - 1), declared, LoadContext{"", Limits{}, {}});
+  auto value =
+      ValueFromProtoBytes(AsBytes(data + 1, size - 1), declared, LoadContext{"", Limits{}, {}});
   if (!value.ok()) {
     if (value.status().message().empty()) Die("an error without a message");
     return;

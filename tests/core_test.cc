@@ -1,12 +1,11 @@
 // Core layer: element types, types, buffers, values, comparison.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "idem/idem.h"
 #include "src/core/text.h"
@@ -155,8 +154,9 @@ TEST(FormatTest, VeryHighRankPrintsWithoutRecursion) {
 TEST(FormatTest, TruncationMarksEveryLevelWithItemsLeft) {
   std::vector<float> sixty(60);
   for (size_t i = 0; i < sixty.size(); ++i) sixty[i] = static_cast<float>(i);
-  EXPECT_EQ(FormatValue(FloatTensor({30}, std::vector<float>(sixty.begin(), sixty.begin() + 30)), 2),
-            "[0, 1...]");
+  EXPECT_EQ(
+      FormatValue(FloatTensor({30}, std::vector<float>(sixty.begin(), sixty.begin() + 30)), 2),
+      "[0, 1...]");
   EXPECT_EQ(FormatValue(FloatTensor({2, 30}, sixty), 2), "[[0, 1...]...]");
   EXPECT_EQ(FormatValue(FloatTensor({2, 2}, {1, 2, 3, 4}), 2), "[[1, 2]...]");
   EXPECT_EQ(FormatValue(FloatTensor({2, 2}, {1, 2, 3, 4})), "[[1, 2], [3, 4]]");
@@ -186,8 +186,8 @@ TEST(TypeTest, DeepTypesAreWalkedAndDestroyedWithoutRecursion) {
 TEST(ValueTest, DimsOverflowRuleDoesNotDependOnOrder) {
   // The product of the non-zero dims must fit in int64 even when a zero dim empties the tensor.
   const int64_t big = int64_t{1} << 62;
-  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
-           {0, big, big}, {big, big, 0}, {big, 0, big}}) {
+  for (const std::vector<int64_t>& dims :
+       std::vector<std::vector<int64_t>>{{0, big, big}, {big, big, 0}, {big, 0, big}}) {
     auto r = Value::MakeTensor(ElementType::kFloat, dims, Buffer());
     ASSERT_FALSE(r.ok()) << fmt::format("{}", fmt::join(dims, ","));
     EXPECT_NE(r.status().message().find("overflows"), std::string::npos);
@@ -203,9 +203,9 @@ TEST(TextTest, NamesAreQuotedAndEscaped) {
   EXPECT_EQ(QuoteName("a\nerror: b"), "'a\\nerror: b'");
   EXPECT_EQ(QuoteName("it's"), "'it\\'s'");
   EXPECT_EQ(QuoteName("x\x1b[31m\x7f\t"), "'x\\x1b[31m\\x7f\\t'");
-  EXPECT_EQ(QuoteName("caf\xc3\xa9"), "'caf\xc3\xa9'");     // valid UTF-8 stays
-  EXPECT_EQ(QuoteName("\xff\xc3"), "'\\xff\\xc3'");       // invalid bytes are escaped
-  EXPECT_EQ(QuoteName("\xc2\x9b"), "'\\u009b'");            // C1 CSI
+  EXPECT_EQ(QuoteName("caf\xc3\xa9"), "'caf\xc3\xa9'");  // valid UTF-8 stays
+  EXPECT_EQ(QuoteName("\xff\xc3"), "'\\xff\\xc3'");      // invalid bytes are escaped
+  EXPECT_EQ(QuoteName("\xc2\x9b"), "'\\u009b'");         // C1 CSI
   EXPECT_EQ(EscapeText("a\nb", /*keep_newlines=*/true), "a\nb");
 }
 

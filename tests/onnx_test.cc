@@ -117,8 +117,8 @@ TEST(ValueBytesTest, SequenceBytesDeclaredAsTensorAreNamedAsSuch) {
   t->add_dims(1);
   t->add_float_data(1.0f);
   const std::string bytes = seq.SerializeAsString();
-  auto r = ValueFromProtoBytes(std::as_bytes(std::span(bytes)), Type::Tensor(ElementType::kFloat),
-                               {});
+  auto r =
+      ValueFromProtoBytes(std::as_bytes(std::span(bytes)), Type::Tensor(ElementType::kFloat), {});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("not a valid TensorProto"), std::string::npos)
       << r.status().message();
@@ -213,9 +213,9 @@ TEST(TensorProtoTest, TypedFieldsOutOfRangeAreRefusedNotTruncated) {
       {onnx::TensorProto::BOOL, {0, 1}, {2, -1}},
       {onnx::TensorProto::FLOAT16, {0, 0xffff}, {0x10000, -1}},
       {onnx::TensorProto::BFLOAT16, {0, 0xffff}, {0x1ffff}},
-      {17, {0, 255}, {256}},          // float8e4m3fn (onnx 1.12 has no enum name for it)
-      {21, {0, 0xff}, {0x1ff, -1}},   // uint4: one packed byte per entry
-      {22, {0, 0xff}, {0x100}},       // int4
+      {17, {0, 255}, {256}},         // float8e4m3fn (onnx 1.12 has no enum name for it)
+      {21, {0, 0xff}, {0x1ff, -1}},  // uint4: one packed byte per entry
+      {22, {0, 0xff}, {0x100}},      // int4
   };
   for (const Case& c : int32_cases) {
     const auto et = static_cast<ElementType>(c.type);
@@ -274,10 +274,9 @@ TEST(ValueBytesTest, WrongMessageKindsAreRefusedAndNamed) {
   t.set_raw_data(std::string(8, '\0'));
   const std::string tensor_bytes = t.SerializeAsString();
   const auto bytes = std::as_bytes(std::span(tensor_bytes));
-  for (const Type& declared :
-       {Type::Sequence(Type::Tensor(ElementType::kFloat)),
-        Type::Optional(Type::Tensor(ElementType::kFloat)),
-        Type::Optional(Type::Sequence(Type::Tensor(ElementType::kFloat)))}) {
+  for (const Type& declared : {Type::Sequence(Type::Tensor(ElementType::kFloat)),
+                               Type::Optional(Type::Tensor(ElementType::kFloat)),
+                               Type::Optional(Type::Sequence(Type::Tensor(ElementType::kFloat)))}) {
     auto r = ValueFromProtoBytes(bytes, declared, {});
     ASSERT_FALSE(r.ok()) << declared.ToString();
     EXPECT_NE(r.status().message().find("look like a TensorProto"), std::string::npos)
@@ -288,7 +287,9 @@ TEST(ValueBytesTest, WrongMessageKindsAreRefusedAndNamed) {
   onnx::SequenceProto seq;
   seq.set_elem_type(onnx::SequenceProto::TENSOR);
   *seq.add_tensor_values() = t;
-  seq.mutable_tensor_values(0)->GetReflection()->MutableUnknownFields(seq.mutable_tensor_values(0))
+  seq.mutable_tensor_values(0)
+      ->GetReflection()
+      ->MutableUnknownFields(seq.mutable_tensor_values(0))
       ->AddVarint(99, 1);
   const std::string seq_bytes = seq.SerializeAsString();
   auto r = ValueFromProtoBytes(std::as_bytes(std::span(seq_bytes)),

@@ -54,18 +54,20 @@ TEST_F(ToolsTest, NpyHeaderInEitherQuotesAndFortranOrderIsTransposed) {
         std::string("{'shape': (2,3), 'fortran_order': True, \"descr\": '<i4'}")}) {
     Value v = ReadNpy(Npy("f.npy", header, f)).value();
     auto data = v.tensor().data_as<int32_t>();
-    EXPECT_EQ(std::vector<int32_t>(data.begin(), data.end()), (std::vector<int32_t>{0, 1, 2, 3, 4, 5}))
+    EXPECT_EQ(std::vector<int32_t>(data.begin(), data.end()),
+              (std::vector<int32_t>{0, 1, 2, 3, 4, 5}))
         << header;
     EXPECT_EQ(v.tensor().shape()[0], 2);
   }
-  Value c = ReadNpy(Npy("c.npy", "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2, 3)}",
-                        Ints({0, 1, 2, 3, 4, 5})))
-                .value();
+  Value c =
+      ReadNpy(Npy("c.npy", "{\"descr\": \"<i4\", \"fortran_order\": False, \"shape\": (2, 3)}",
+                  Ints({0, 1, 2, 3, 4, 5})))
+          .value();
   EXPECT_EQ(c.tensor().data_as<int32_t>()[1], 1);
   // Scalars and 1-D arrays read the same in either order.
-  Value s = ReadNpy(Npy("s.npy", "{'descr': '<i4', 'fortran_order': True, 'shape': (), }",
-                        Ints({42})))
-                .value();
+  Value s =
+      ReadNpy(Npy("s.npy", "{'descr': '<i4', 'fortran_order': True, 'shape': (), }", Ints({42})))
+          .value();
   EXPECT_EQ(s.tensor().rank(), 0u);
   EXPECT_EQ(s.tensor().data_as<int32_t>()[0], 42);
 }
@@ -77,8 +79,7 @@ TEST_F(ToolsTest, NpyHeadersThatWouldCrashOrMisleadAreRefused) {
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", "non-negative"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (1.0,), }", "integer"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (1e3,), }", "integer"},
-      {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }",
-       "overflows"},
+      {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }", "overflows"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, "
        "4611686018427387904, 0), }",
        "overflows"},
@@ -97,8 +98,8 @@ TEST_F(ToolsTest, NpyHeadersThatWouldCrashOrMisleadAreRefused) {
     EXPECT_NE(r.status().message().find("bad.npy"), std::string::npos);
   }
   // A header length past the end of the file.
-  auto r = ReadNpy(Npy("short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
-                       "", 60000));
+  auto r = ReadNpy(
+      Npy("short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", "", 60000));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("past the end"), std::string::npos) << r.status().message();
   // A header of ~100 KB (60,000 dims of size 1; version 1 cannot hold it, so build version 2).

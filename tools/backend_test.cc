@@ -1,8 +1,8 @@
 #include "tools/backend_test.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -174,9 +174,9 @@ Status WriteFilesAtomically(std::span<const FileToWrite> files) {
     struct stat st {};
     if (lstat(f.path.c_str(), &st) == 0) {
       if (!S_ISREG(st.st_mode)) {
-        return Status(StatusCode::kIoError,
-                      fmt::format("{}: exists and is not a regular file; nothing was written",
-                                  f.path));
+        return Status(
+            StatusCode::kIoError,
+            fmt::format("{}: exists and is not a regular file; nothing was written", f.path));
       }
       modes.push_back(st.st_mode & 07777);
     } else if (errno == ENOENT) {

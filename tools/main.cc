@@ -77,8 +77,7 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
       std::vector<std::string> names;
       for (const idem::ValueInfo& v : session->inputs()) names.push_back(idem::QuoteName(v.name));
       return Fail(fmt::format("{}: --input {}: the model has no input {} (inputs: {})", model,
-                              idem::QuoteName(arg), idem::QuoteName(name),
-                              fmt::join(names, ", ")));
+                              idem::QuoteName(arg), idem::QuoteName(name), fmt::join(names, ", ")));
     }
     auto value = idem::tools::ReadValueFile(file, info->type, {});
     if (!value.ok()) {

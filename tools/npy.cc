@@ -88,13 +88,11 @@ class HeaderParser {
 
  private:
   Status Error(std::string_view why) const {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("header: {} at offset {}", why, pos_));
+    return Status(StatusCode::kInvalidArgument, fmt::format("header: {} at offset {}", why, pos_));
   }
   void SkipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
-            text_[pos_] == '\r')) {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r')) {
       ++pos_;
     }
   }
@@ -181,8 +179,8 @@ std::optional<uint64_t> ParseWidth(std::string_view digits) {
 
 // Reorders `count` cells of `width` bytes from Fortran order (first index fastest) to C order
 // (last index fastest), walking the C-order index with an odometer (no recursion on rank).
-void FortranToC(const std::byte* in, std::byte* out, std::span<const int64_t> shape,
-                uint64_t count, size_t width) {
+void FortranToC(const std::byte* in, std::byte* out, std::span<const int64_t> shape, uint64_t count,
+                size_t width) {
   const size_t rank = shape.size();
   std::vector<uint64_t> stride(rank, 1);  // Fortran strides, in cells
   for (size_t d = 1; d < rank; ++d) stride[d] = stride[d - 1] * static_cast<uint64_t>(shape[d - 1]);
@@ -241,7 +239,8 @@ Result<Value> ReadNpy(const std::string& path) {
   const char order = descr[0];
   const char kind = descr[1];
   const auto width = ParseWidth(std::string_view(descr).substr(2));
-  if (!width || *width == 0) return bad(fmt::format("dtype {} has no valid width", QuoteName(descr)));
+  if (!width || *width == 0)
+    return bad(fmt::format("dtype {} has no valid width", QuoteName(descr)));
 
   // Element count: the product of the non-zero dims must fit in int64 whatever their order (the
   // rule Value::MakeTensor applies).
@@ -283,7 +282,8 @@ Result<Value> ReadNpy(const std::string& path) {
     for (uint64_t i = 0; i < count; ++i) {
       std::string_view s = cells.substr(i * n, n);
       const size_t end = s.find_last_not_of('\0');
-      strings.emplace_back(end == std::string_view::npos ? std::string_view() : s.substr(0, end + 1));
+      strings.emplace_back(end == std::string_view::npos ? std::string_view()
+                                                         : s.substr(0, end + 1));
     }
     return Value::MakeStringTensor(std::move(header.shape), std::move(strings));
   }

@@ -39,9 +39,9 @@ Status Refuse(const std::string& location, const std::string& why) {
 // gives a short read and an error, never a fault.
 Result<Buffer> CopyRange(int fd, uint64_t offset, uint64_t size, const std::string& location) {
   if (size > std::numeric_limits<size_t>::max()) {
-    return Status(StatusCode::kResourceExhausted,
-                  fmt::format("external data {}: {} bytes do not fit in memory",
-                              QuoteName(location), size));
+    return Status(
+        StatusCode::kResourceExhausted,
+        fmt::format("external data {}: {} bytes do not fit in memory", QuoteName(location), size));
   }
   std::byte* out = nullptr;
   auto buffer = Buffer::Allocate(static_cast<size_t>(size), &out);
@@ -105,7 +105,8 @@ Result<Buffer> MapExternalData(const std::string& base_dir, const std::string& l
         openat(current->get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0) {
       if (errno == ELOOP || errno == ENOTDIR) {
-        return Refuse(location, fmt::format("{} is a symlink or not a folder", QuoteName(parts[i])));
+        return Refuse(location,
+                      fmt::format("{} is a symlink or not a folder", QuoteName(parts[i])));
       }
       return Refuse(location,
                     fmt::format("cannot open folder {}: {}", QuoteName(parts[i]), strerror(errno)));
@@ -118,9 +119,8 @@ Result<Buffer> MapExternalData(const std::string& base_dir, const std::string& l
   if (file < 0) {
     if (errno == ELOOP) return Refuse(location, "the file is a symlink");
     if (errno == ENOENT) {
-      return Status(StatusCode::kNotFound,
-                    fmt::format("external data {}: file not found in {}", QuoteName(location),
-                                QuoteName(base_dir)));
+      return Status(StatusCode::kNotFound, fmt::format("external data {}: file not found in {}",
+                                                       QuoteName(location), QuoteName(base_dir)));
     }
     return Refuse(location, fmt::format("cannot open: {}", strerror(errno)));
   }

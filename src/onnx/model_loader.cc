@@ -228,9 +228,8 @@ Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits
                                    const ExternalDataOptions& external) {
   auto bytes = ReadFileBytes(path, limits.max_model_bytes);
   if (!bytes.ok()) return std::move(bytes).take_status();
-  auto graph =
-      LoadGraphFromBytes(std::as_bytes(std::span(bytes.value())), DirectoryOf(path), limits,
-                         external);
+  auto graph = LoadGraphFromBytes(std::as_bytes(std::span(bytes.value())), DirectoryOf(path),
+                                  limits, external);
   if (!graph.ok()) return std::move(graph).take_status().WithContext(path);
   graph->source = path;
   return graph;

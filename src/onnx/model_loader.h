@@ -33,12 +33,10 @@ Result<std::string> ReadFileBytes(const std::string& path, uint64_t max_bytes);
 Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits,
                                    const ExternalDataOptions& external = {});
 Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std::string& base_dir,
-                                    const Limits& limits,
-                                    const ExternalDataOptions& external = {});
+                                    const Limits& limits, const ExternalDataOptions& external = {});
 // Consumes `model` (initializer payloads are moved out, not copied).
 Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& base_dir,
-                                    const Limits& limits,
-                                    const ExternalDataOptions& external = {});
+                                    const Limits& limits, const ExternalDataOptions& external = {});
 
 // Directory part of a path ("." when it has none).
 std::string DirectoryOf(const std::string& path);

@@ -1,16 +1,16 @@
 #include "src/onnx/proto_convert.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/message.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
-#include <google/protobuf/descriptor.h>
-#include <google/protobuf/message.h>
-#include <google/protobuf/unknown_field_set.h>
-#include <type_traits>
 #include <limits>
 #include <memory>
+#include <type_traits>
 
 #include "src/core/text.h"
 #include "src/onnx/external_data.h"
@@ -245,9 +245,8 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
   auto parse_number = [&](const std::string& key, const std::string& text) -> Result<uint64_t> {
     if (text.empty() || text.size() > 20 ||
         text.find_first_not_of("0123456789") != std::string::npos) {
-      return Bad(
-          fmt::format("{}: external data {} {} is not a non-negative integer", label, key,
-                  QuoteName(text)));
+      return Bad(fmt::format("{}: external data {} {} is not a non-negative integer", label, key,
+                             QuoteName(text)));
     }
     errno = 0;
     const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
@@ -307,8 +306,8 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
     }
     if (nonzero_product >
         static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / static_cast<uint64_t>(d)) {
-      return Bad(fmt::format("{}: the product of dims [{}] overflows int64", label,
-                             fmt::join(dims, ",")));
+      return Bad(
+          fmt::format("{}: the product of dims [{}] overflows int64", label, fmt::join(dims, ",")));
     }
     nonzero_product *= static_cast<uint64_t>(d);
   }
@@ -513,7 +512,8 @@ std::optional<std::string> FindUnknownField(const google::protobuf::Message& roo
     reflection->ListFields(*item.message, &fields);
     for (const FieldDescriptor* field : fields) {
       if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) continue;
-      const std::string prefix = item.path.empty() ? field->name() : item.path + "." + field->name();
+      const std::string prefix =
+          item.path.empty() ? field->name() : item.path + "." + field->name();
       if (field->is_repeated()) {
         const int n = reflection->FieldSize(*item.message, field);
         for (int i = 0; i < n; ++i) {
@@ -570,8 +570,8 @@ Status Parse(google::protobuf::Message& message, std::span<const std::byte> byte
                            bytes.size(), declared.ToString(), LookAlike(bytes, declared.kind())));
   }
   if (auto unknown = FindUnknownField(message)) {
-    return Bad(fmt::format("not a valid {} ({} bytes; the declared type is {}): unknown {}{}",
-                           what, bytes.size(), declared.ToString(), *unknown,
+    return Bad(fmt::format("not a valid {} ({} bytes; the declared type is {}): unknown {}{}", what,
+                           bytes.size(), declared.ToString(), *unknown,
                            LookAlike(bytes, declared.kind())));
   }
   return {};
@@ -588,10 +588,10 @@ Result<Value> ValueFromProtoBytes(std::span<const std::byte> bytes, const Type& 
       // SequenceProto and OptionalProto bytes can also parse as a TensorProto (their field
       // numbers overlap); say so rather than report the odd fields that result.
       if (p.has_segment() || p.data_type() == 0) {
-        return Bad(fmt::format("the {} bytes do not hold a TensorProto (the declared type is "
-                               "{}){}",
-                               bytes.size(), declared.ToString(),
-                               LookAlike(bytes, ValueKind::kTensor)));
+        return Bad(
+            fmt::format("the {} bytes do not hold a TensorProto (the declared type is "
+                        "{}){}",
+                        bytes.size(), declared.ToString(), LookAlike(bytes, ValueKind::kTensor)));
       }
       return TensorFromProto(p, context);
     }
@@ -668,9 +668,9 @@ Result<std::string> ValueToProtoBytes(const Value& value, const std::string& nam
     }
   }
   if (!ok) {
-    return Status(
-        StatusCode::kResourceExhausted,
-        fmt::format("output {} is too large to serialize as protobuf (2 GiB limit)", QuoteName(name)));
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("output {} is too large to serialize as protobuf (2 GiB limit)",
+                              QuoteName(name)));
   }
   return out;
 }
