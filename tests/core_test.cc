@@ -162,6 +162,7 @@ TEST(FormatTest, TruncationMarksEveryLevelWithItemsLeft) {
   EXPECT_EQ(FormatValue(FloatTensor({2, 2}, {1, 2, 3, 4})), "[[1, 2], [3, 4]]");
   EXPECT_EQ(FormatValue(FloatTensor({2, 1, 2}, {1, 2, 3, 4})), "[[[1, 2]], [[3, 4]]]");
   EXPECT_EQ(FormatValue(FloatTensor({2, 2}, {1, 2, 3, 4}), 0), "[...]");
+  EXPECT_EQ(FormatValue(FloatTensor({2, 2}, {1, 2, 3, 4}), SIZE_MAX), "[[1, 2], [3, 4]]");
 }
 
 TEST(TypeTest, DeepTypesAreWalkedAndDestroyedWithoutRecursion) {
@@ -206,6 +207,10 @@ TEST(TextTest, NamesAreQuotedAndEscaped) {
   EXPECT_EQ(QuoteName("caf\xc3\xa9"), "'caf\xc3\xa9'");  // valid UTF-8 stays
   EXPECT_EQ(QuoteName("\xff\xc3"), "'\\xff\\xc3'");      // invalid bytes are escaped
   EXPECT_EQ(QuoteName("\xc2\x9b"), "'\\u009b'");         // C1 CSI
+  EXPECT_EQ(QuoteName("a\xe2\x80\xae"
+                      "b"),
+            "'a\\u202eb'");                                // right-to-left override
+  EXPECT_EQ(QuoteName("\xe2\x82\xac"), "'\xe2\x82\xac'");  // the euro sign stays
   EXPECT_EQ(EscapeText("a\nb", /*keep_newlines=*/true), "a\nb");
 }
 

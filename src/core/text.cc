@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 namespace idem {
 namespace {
 
@@ -65,9 +67,18 @@ void Append(std::string& out, std::string_view text, bool keep_newlines, bool qu
       ++i;
       continue;
     }
+    uint32_t cp = 0;
+    if (n == 3) {
+      cp = ((c & 0x0fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3fu) << 6) |
+           (static_cast<unsigned char>(text[i + 2]) & 0x3fu);
+    }
     if (n == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) {
       // U+0080..U+009F: C1 controls (U+009B is a CSI on some terminals).
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+    } else if ((cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) {
+      // Line/paragraph separators and bidirectional overrides: they would reorder or split
+      // what the reader sees.
+      out += fmt::format("\\u{:04x}", cp);
     } else {
       out.append(text.substr(i, n));
     }

@@ -14,8 +14,9 @@
 namespace idem {
 
 // Copies `text`, escaping what must not reach a terminal or a log line raw: ASCII control
-// characters and DEL (\n, \r, \t, \xNN), C1 controls U+0080..U+009F (\u0080..) and bytes that are
-// not valid UTF-8 (\xNN). Valid printable UTF-8 (including non-ASCII letters) is kept as is.
+// characters and DEL (\n, \r, \t, \xNN), C1 controls U+0080..U+009F, line/paragraph separators
+// and bidirectional controls U+2028..U+202E, U+2066..U+2069 (\uXXXX), and bytes that are not
+// valid UTF-8 (\xNN). Valid printable UTF-8 (including non-ASCII letters) is kept as is.
 // `keep_newlines` keeps '\n' raw (for multi-line reports such as Session::Describe).
 std::string EscapeText(std::string_view text, bool keep_newlines = false);
 

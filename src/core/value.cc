@@ -430,7 +430,8 @@ void FormatTensor(const Tensor& t, size_t max_elements, std::string& out) {
   }
   const size_t rank = t.rank();
   const auto shape = t.shape();
-  const int64_t shown = std::min<int64_t>(t.element_count(), static_cast<int64_t>(max_elements));
+  const int64_t shown = static_cast<int64_t>(
+      std::min<uint64_t>(static_cast<uint64_t>(t.element_count()), max_elements));
   if (shown == 0) {
     out += "[...]";
     return;
