@@ -283,6 +283,19 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("\x1b", r.stdout)
         self.assertNotIn("\nerror:", r.stdout)
+        # `idem test` prints case folder names and reasons: escaped too.
+        case = os.path.join(self.dir, "cases", "c\nPASS forged\x1b[2J")
+        os.makedirs(os.path.join(case, "test_data_set_0"))
+        onnx.save(model, os.path.join(case, "model.onnx"))
+        for name, value in (("input_0.pb", 1), ("output_0.pb", 2)):
+            with open(os.path.join(case, "test_data_set_0", name), "wb") as f:
+                f.write(numpy_helper.from_array(np.full((1,), value, np.float32)).SerializeToString())
+        r = idem("test", os.path.join(self.dir, "cases"))
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertNotIn("\nPASS forged", r.stdout)
+        self.assertNotIn("\x1b", r.stdout)
+        self.assertIn("FAIL c\\nPASS forged\\x1b[2J: ", r.stdout)
+        self.assertIn("output 'y\\nerror: forged\\x1b[2J'", r.stdout)
         r = idem("run", path, "--input", "x\x1b[2J=nope.pb")
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
