@@ -1,0 +1,664 @@
+// The Identity remover: analysis over every graph of the model (scopes), then one rewrite.
+//
+// Design (all iterative; the only depth is subgraph nesting, bounded by limits.max_graph_depth):
+// - Scopes are the main graph, each graph attribute (any depth, any operator), each function body
+//   and each training-info graph (children of the main graph: the algorithm graph reads the
+//   inference graph's values). They are numbered in pre-order, so a scope's descendants are the
+//   contiguous range (s, last_descendant].
+// - Every definition (graph input, initializer, sparse initializer, node output; function input)
+//   is a value. Every reference (node input, value_info, quantization annotation, graph output)
+//   resolves statically to the innermost enclosing scope that defines its name, exactly as ONNX
+//   scoping does, so a nested graph that shadows a name keeps its own value.
+// - Removing an Identity merges two values (union-find). The merged class keeps one name: x's in
+//   the "y is not an output" case, y's in the output case. At the end every recorded reference is
+//   rewritten to its class's name, removed nodes and value_info entries are erased.
+// - A rename to name n is refused when any scope nested below the graph defines n (it could
+//   capture a reference); the set of names a nested scope defines only shrinks under the rewrite,
+//   so checking against the input's names is safe.
+#include "src/onnx/optimize.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "src/onnx/model_loader.h"
+
+namespace idem {
+
+std::string_view KeepRuleName(KeepRule rule) {
+  switch (rule) {
+    case KeepRule::kGraphInput: return "graph-input";
+    case KeepRule::kInitializer: return "initializer";
+    case KeepRule::kOuterScope: return "outer-scope";
+    case KeepRule::kAlreadyOutput: return "already-output";
+    case KeepRule::kNameCollision: return "name-collision";
+    case KeepRule::kTypeMismatch: return "type-mismatch";
+    case KeepRule::kNestedGraphOutput: return "nested-graph-output";
+    case KeepRule::kAnnotations: return "annotations";
+    case KeepRule::kShadowedByFunction: return "shadowed-by-function";
+    case KeepRule::kGraphAttributeByReference: return "graph-attribute-by-reference";
+    case KeepRule::kMalformed: return "malformed";
+    case KeepRule::kMultiplyDefined: return "multiply-defined";
+    case KeepRule::kUndefinedInput: return "undefined-input";
+  }
+  return "?";
+}
+
+std::string_view KeepRuleDescription(KeepRule rule) {
+  switch (rule) {
+    case KeepRule::kGraphInput:
+      return "y is a graph output and x an input of the same graph";
+    case KeepRule::kInitializer:
+      return "y is a graph output and x an initializer";
+    case KeepRule::kOuterScope:
+      return "y is a graph output and x a value of an enclosing graph (pass-through)";
+    case KeepRule::kAlreadyOutput:
+      return "y is a graph output and x already is one (or was taken by another output)";
+    case KeepRule::kNameCollision:
+      return "the rename would collide with a name defined in a nested graph";
+    case KeepRule::kTypeMismatch:
+      return "y is a graph output and the declared types of x and y differ";
+    case KeepRule::kNestedGraphOutput:
+      return "the name that would change is a nested graph's output";
+    case KeepRule::kAnnotations:
+      return "both x and y carry quantization annotations";
+    case KeepRule::kShadowedByFunction:
+      return "a model-local function named Identity replaces the operator";
+    case KeepRule::kGraphAttributeByReference:
+      return "the function body takes graph attributes by reference";
+    case KeepRule::kMalformed:
+      return "not one named input and one named output, has attributes, or y == x";
+    case KeepRule::kMultiplyDefined:
+      return "x or y is defined more than once";
+    case KeepRule::kUndefinedInput:
+      return "x is not defined in scope";
+  }
+  return "?";
+}
+
+namespace {
+
+namespace pb = google::protobuf;
+using NodeList = pb::RepeatedPtrField<onnx::NodeProto>;
+
+enum class DefKind : uint8_t { kInput, kInitializer, kNode };
+
+struct ValueRec {
+  int32_t scope = 0;
+  int32_t parent = 0;     // union-find parent (itself for a class representative)
+  std::string_view name;  // the class's current name (valid for representatives)
+  DefKind kind = DefKind::kNode;
+  uint32_t defs = 1;
+  bool is_output = false;      // an output of its own scope
+  bool nested_output = false;  // named directly as the output of a nested scope
+  bool annotated = false;      // has a quantization annotation
+  bool drop_value_info = false;
+  bool decl_conflict = false;
+  const onnx::TypeProto* decl = nullptr;  // a declared type (graph output or value_info)
+};
+
+struct ScopeRec {
+  int32_t parent = -1;
+  int32_t root = 0;
+  int32_t depth = 0;
+  int32_t last_descendant = 0;
+  std::string path;
+  onnx::GraphProto* graph = nullptr;
+  onnx::FunctionProto* function = nullptr;
+  bool by_reference = false;  // (root) a function body using ref_attr_name graph attributes
+  std::unordered_map<std::string_view, int32_t> defs;
+  NodeList* nodes() const { return graph ? graph->mutable_node() : function->mutable_node(); }
+};
+
+struct Occurrence {
+  std::string* text;
+  int32_t value;
+  int32_t scope;
+  int32_t node;  // -1 when not in a node
+};
+
+struct InfoOccurrence {
+  int32_t scope;
+  int32_t index;
+  int32_t value;
+};
+
+struct Candidate {
+  int32_t scope;
+  int32_t node;
+};
+
+struct Pending {
+  onnx::GraphProto* graph;
+  onnx::FunctionProto* function;
+  int32_t parent;
+  int32_t depth;
+  std::string path;
+};
+
+bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+
+bool IsExternal(const onnx::TensorProto& t) {
+  return t.data_location() == onnx::TensorProto::EXTERNAL;
+}
+
+std::string ExternalLocation(const onnx::TensorProto& t) {
+  for (const auto& e : t.external_data()) {
+    if (e.key() == "location") return e.value();
+  }
+  return "";
+}
+
+class Optimizer {
+ public:
+  Optimizer(onnx::ModelProto& model, const OptimizeOptions& options)
+      : model_(model), options_(options) {}
+
+  Result<ProtoOptimizeResult> Run() {
+    for (const auto& f : model_.functions()) {
+      if (f.name() == "Identity" && IsDefaultDomain(f.domain())) shadowed_ = true;
+    }
+    IDEM_RETURN_IF_ERROR(Walk());
+    for (int32_t s = static_cast<int32_t>(scopes_.size()) - 1; s >= 0; --s) {
+      const int32_t p = scopes_[s].parent;
+      if (p >= 0) scopes_[p].last_descendant = std::max(scopes_[p].last_descendant,
+                                                          scopes_[s].last_descendant);
+    }
+    for (const Candidate& c : candidates_) Decide(c);
+    if (result_.report.removed > 0) Apply();
+    result_.report.kept = result_.report.kept_nodes.size();
+    return std::move(result_);
+  }
+
+ private:
+  // ---- analysis ----
+
+  Status Walk() {
+    std::vector<Pending> stack;
+    for (int i = model_.functions_size() - 1; i >= 0; --i) {
+      onnx::FunctionProto* f = model_.mutable_functions(i);
+      stack.push_back({nullptr, f, -1, 0,
+                       fmt::format("function {}:{}", f->domain(), f->name())});
+    }
+    if (model_.has_graph()) stack.push_back({model_.mutable_graph(), nullptr, -1, 0, "graph"});
+    while (!stack.empty()) {
+      Pending p = std::move(stack.back());
+      stack.pop_back();
+      if (p.depth > options_.limits.max_graph_depth) {
+        return Status(StatusCode::kResourceExhausted,
+                      fmt::format("{}: subgraphs nested deeper than max_graph_depth {}", p.path,
+                                  options_.limits.max_graph_depth));
+      }
+      const int32_t s = static_cast<int32_t>(scopes_.size());
+      ScopeRec& scope = scopes_.emplace_back();
+      scope.parent = p.parent;
+      scope.root = p.parent < 0 ? s : scopes_[p.parent].root;
+      scope.depth = p.depth;
+      scope.last_descendant = s;
+      scope.path = std::move(p.path);
+      scope.graph = p.graph;
+      scope.function = p.function;
+      std::vector<Pending> children;
+      Visit(s, &children);
+      if (s == 0 && p.graph != nullptr && p.graph == model_.mutable_graph()) {
+        for (int i = 0; i < model_.training_info_size(); ++i) {
+          onnx::TrainingInfoProto* t = model_.mutable_training_info(i);
+          if (t->has_initialization()) {
+            children.push_back({t->mutable_initialization(), nullptr, s, 1,
+                                fmt::format("training_info[{}].initialization", i)});
+          }
+          if (t->has_algorithm()) {
+            children.push_back({t->mutable_algorithm(), nullptr, s, 1,
+                                fmt::format("training_info[{}].algorithm", i)});
+          }
+        }
+      }
+      for (auto it = children.rbegin(); it != children.rend(); ++it) {
+        stack.push_back(std::move(*it));
+      }
+    }
+    return {};
+  }
+
+  void NoteTensor(const onnx::TensorProto& t) {
+    if (!result_.external_data && IsExternal(t)) {
+      result_.external_data.emplace(t.name(), ExternalLocation(t));
+    }
+  }
+
+  void AddDef(int32_t s, const std::string& name, DefKind kind, std::string* slot, int32_t node) {
+    if (name.empty()) return;
+    ScopeRec& scope = scopes_[s];
+    const int32_t id = static_cast<int32_t>(values_.size());
+    auto [it, inserted] = scope.defs.emplace(std::string_view(name), id);
+    if (inserted) {
+      ValueRec& v = values_.emplace_back();
+      v.scope = s;
+      v.parent = id;
+      v.name = name;
+      v.kind = kind;
+      // Only nested scopes can capture an outer reference: the root's names are not indexed.
+      if (scope.parent >= 0) {
+        auto& list = nested_defs_[std::string_view(name)];
+        if (list.empty() || list.back() != s) list.push_back(s);
+      }
+    } else {
+      ValueRec& v = values_[it->second];
+      // A graph input with an initializer of the same name is one value (a default).
+      const bool default_of_input = v.kind == DefKind::kInput && kind == DefKind::kInitializer;
+      if (!default_of_input) ++v.defs;
+    }
+    if (slot != nullptr) occurrences_.push_back({slot, it->second, s, node});
+  }
+
+  int32_t Resolve(int32_t s, std::string_view name) const {
+    for (int32_t t = s; t >= 0; t = scopes_[t].parent) {
+      const auto& defs = scopes_[t].defs;
+      if (auto it = defs.find(name); it != defs.end()) return it->second;
+    }
+    return -1;
+  }
+
+  void AddDecl(int32_t v, const onnx::TypeProto& type) {
+    ValueRec& rec = values_[v];
+    if (rec.decl == nullptr) {
+      rec.decl = &type;
+    } else if (!rec.decl_conflict && rec.decl->SerializeAsString() != type.SerializeAsString()) {
+      rec.decl_conflict = true;
+    }
+  }
+
+  static std::string NodeLabel(const onnx::NodeProto& n, int index) {
+    return n.name().empty() ? fmt::format("#{}", index) : n.name();
+  }
+
+  void Visit(int32_t s, std::vector<Pending>* children) {
+    ScopeRec& scope = scopes_[s];
+    NodeList* nodes = scope.nodes();
+    // Definitions first: a scope's own names win over enclosing ones for all its references.
+    if (scope.graph != nullptr) {
+      onnx::GraphProto* g = scope.graph;
+      for (const auto& in : g->input()) AddDef(s, in.name(), DefKind::kInput, nullptr, -1);
+      for (const auto& init : g->initializer()) {
+        AddDef(s, init.name(), DefKind::kInitializer, nullptr, -1);
+        NoteTensor(init);
+      }
+      for (const auto& sparse : g->sparse_initializer()) {
+        AddDef(s, sparse.values().name(), DefKind::kInitializer, nullptr, -1);
+        NoteTensor(sparse.values());
+        NoteTensor(sparse.indices());
+      }
+    } else {
+      for (const auto& in : scope.function->input()) {
+        AddDef(s, in, DefKind::kInput, nullptr, -1);
+      }
+    }
+    for (int n = 0; n < nodes->size(); ++n) {
+      onnx::NodeProto* node = nodes->Mutable(n);
+      for (int k = 0; k < node->output_size(); ++k) {
+        AddDef(s, node->output(k), DefKind::kNode, node->mutable_output(k), n);
+      }
+    }
+    // References.
+    for (int n = 0; n < nodes->size(); ++n) {
+      onnx::NodeProto* node = nodes->Mutable(n);
+      for (int k = 0; k < node->input_size(); ++k) {
+        if (node->input(k).empty()) continue;
+        const int32_t v = Resolve(s, node->input(k));
+        if (v >= 0) occurrences_.push_back({node->mutable_input(k), v, s, n});
+      }
+      if (node->op_type() == "Identity" && IsDefaultDomain(node->domain())) {
+        candidates_.push_back({s, n});
+      }
+      for (int a = 0; a < node->attribute_size(); ++a) {
+        onnx::AttributeProto* attr = node->mutable_attribute(a);
+        if (!attr->ref_attr_name().empty() && (attr->type() == onnx::AttributeProto::GRAPH ||
+                                               attr->type() == onnx::AttributeProto::GRAPHS)) {
+          scopes_[scopes_[s].root].by_reference = true;
+        }
+        if (attr->has_t()) NoteTensor(attr->t());
+        for (const auto& t : attr->tensors()) NoteTensor(t);
+        if (attr->has_sparse_tensor()) {
+          NoteTensor(attr->sparse_tensor().values());
+          NoteTensor(attr->sparse_tensor().indices());
+        }
+        for (const auto& st : attr->sparse_tensors()) {
+          NoteTensor(st.values());
+          NoteTensor(st.indices());
+        }
+        const std::string prefix =
+            attr->has_g() || attr->graphs_size() > 0
+                ? fmt::format("{}/{}.{}", scopes_[s].path, NodeLabel(*node, n), attr->name())
+                : std::string();
+        if (attr->has_g()) {
+          children->push_back({attr->mutable_g(), nullptr, s, scopes_[s].depth + 1, prefix});
+        }
+        for (int k = 0; k < attr->graphs_size(); ++k) {
+          children->push_back({attr->mutable_graphs(k), nullptr, s, scopes_[s].depth + 1,
+                               fmt::format("{}[{}]", prefix, k)});
+        }
+      }
+    }
+    auto note_output = [&](const std::string& name, const onnx::ValueInfoProto* info) {
+      const int32_t v = Resolve(s, name);
+      if (v < 0) return;
+      if (values_[v].scope == s) {
+        values_[v].is_output = true;
+        if (info != nullptr && info->has_type()) AddDecl(v, info->type());
+      } else {
+        values_[v].nested_output = true;
+      }
+    };
+    if (scopes_[s].graph != nullptr) {
+      onnx::GraphProto* g = scopes_[s].graph;
+      for (const auto& out : g->output()) note_output(out.name(), &out);
+      for (int i = 0; i < g->value_info_size(); ++i) {
+        const onnx::ValueInfoProto& info = g->value_info(i);
+        const int32_t v = Resolve(s, info.name());
+        if (v < 0) continue;
+        infos_.push_back({s, i, v});
+        if (info.has_type()) AddDecl(v, info.type());
+      }
+      for (int i = 0; i < g->quantization_annotation_size(); ++i) {
+        onnx::TensorAnnotation* a = g->mutable_quantization_annotation(i);
+        const int32_t v = Resolve(s, a->tensor_name());
+        if (v < 0) continue;
+        values_[v].annotated = true;
+        occurrences_.push_back({a->mutable_tensor_name(), v, s, -1});
+      }
+    } else {
+      for (const auto& out : scopes_[s].function->output()) note_output(out, nullptr);
+    }
+  }
+
+  // ---- decisions ----
+
+  int32_t Find(int32_t v) {
+    int32_t root = v;
+    while (values_[root].parent != root) root = values_[root].parent;
+    while (values_[v].parent != root) {
+      const int32_t next = values_[v].parent;
+      values_[v].parent = root;
+      v = next;
+    }
+    return root;
+  }
+
+  // Whether a scope strictly below `s` defines `name` (it could capture a renamed reference).
+  bool DefinedBelow(int32_t s, std::string_view name) const {
+    const int32_t last = scopes_[s].last_descendant;
+    if (last == s) return false;
+    auto it = nested_defs_.find(name);
+    if (it == nested_defs_.end()) return false;
+    auto pos = std::upper_bound(it->second.begin(), it->second.end(), s);
+    return pos != it->second.end() && *pos <= last;
+  }
+
+  void Keep(const Candidate& c, KeepRule rule) {
+    const onnx::NodeProto& node = scopes_[c.scope].nodes()->Get(c.node);
+    result_.report.kept_nodes.push_back(
+        {scopes_[c.scope].path, node.name(), static_cast<size_t>(c.node), rule});
+  }
+
+  void Remove(const Candidate& c) {
+    ++result_.report.removed;
+    deleted_nodes_.push_back(c);
+  }
+
+  void Decide(const Candidate& c) {
+    const ScopeRec& scope = scopes_[c.scope];
+    const onnx::NodeProto& node = scope.nodes()->Get(c.node);
+    if (shadowed_) return Keep(c, KeepRule::kShadowedByFunction);
+    if (scopes_[scope.root].by_reference) return Keep(c, KeepRule::kGraphAttributeByReference);
+    if (node.input_size() != 1 || node.output_size() != 1 || node.input(0).empty() ||
+        node.output(0).empty() || node.attribute_size() != 0 || node.input(0) == node.output(0)) {
+      return Keep(c, KeepRule::kMalformed);
+    }
+    const int32_t yv = scope.defs.at(node.output(0));
+    const int32_t xv = Resolve(c.scope, node.input(0));
+    if (xv < 0) return Keep(c, KeepRule::kUndefinedInput);
+    if (values_[xv].defs > 1 || values_[yv].defs > 1) return Keep(c, KeepRule::kMultiplyDefined);
+    const int32_t rx = Find(xv);
+    const int32_t ry = Find(yv);
+    if (rx == ry) return Keep(c, KeepRule::kMalformed);
+    ValueRec& X = values_[rx];
+    ValueRec& Y = values_[ry];
+    if (X.annotated && Y.annotated) return Keep(c, KeepRule::kAnnotations);
+    if (!Y.is_output) {
+      // Every reference to y becomes x's (current) name.
+      if (Y.nested_output) return Keep(c, KeepRule::kNestedGraphOutput);
+      if (DefinedBelow(c.scope, X.name)) return Keep(c, KeepRule::kNameCollision);
+      Y.parent = rx;
+      Y.drop_value_info = true;
+      X.annotated |= Y.annotated;
+      return Remove(c);
+    }
+    // y is an output: x's definition takes y's name.
+    if (X.scope != c.scope) return Keep(c, KeepRule::kOuterScope);
+    if (X.kind == DefKind::kInput) return Keep(c, KeepRule::kGraphInput);
+    if (X.kind == DefKind::kInitializer) return Keep(c, KeepRule::kInitializer);
+    if (X.is_output) return Keep(c, KeepRule::kAlreadyOutput);
+    if (X.nested_output) return Keep(c, KeepRule::kNestedGraphOutput);
+    if (DefinedBelow(c.scope, Y.name)) return Keep(c, KeepRule::kNameCollision);
+    if (X.decl != nullptr && Y.decl != nullptr &&
+        (X.decl_conflict || Y.decl_conflict ||
+         X.decl->SerializeAsString() != Y.decl->SerializeAsString())) {
+      return Keep(c, KeepRule::kTypeMismatch);
+    }
+    // x's value_info would now describe y: redundant when y is declared, kept (renamed) if not.
+    X.drop_value_info = Y.decl != nullptr;
+    if (Y.decl != nullptr) {
+      X.decl = Y.decl;
+      X.decl_conflict = Y.decl_conflict;
+    }
+    X.name = owned_names_.emplace_back(Y.name);
+    X.is_output = true;
+    X.annotated |= Y.annotated;
+    Y.parent = rx;
+    return Remove(c);
+  }
+
+  // ---- rewrite ----
+
+  template <typename T>
+  static void EraseMarked(pb::RepeatedPtrField<T>* field, const std::vector<bool>& erase) {
+    int kept = 0;
+    for (int i = 0; i < field->size(); ++i) {
+      if (erase[i]) continue;
+      if (kept != i) field->SwapElements(kept, i);
+      ++kept;
+    }
+    field->DeleteSubrange(kept, field->size() - kept);
+  }
+
+  void Apply() {
+    // Names of renamed classes live in owned_names_, and no other class name views a string
+    // that gets reassigned below (a class's own definition text equals its name unless the
+    // class was renamed), so rewriting in place is safe.
+    std::vector<std::vector<bool>> erase_nodes(scopes_.size());
+    for (const Candidate& c : deleted_nodes_) {
+      auto& marks = erase_nodes[c.scope];
+      if (marks.empty()) marks.assign(scopes_[c.scope].nodes()->size(), false);
+      marks[c.node] = true;
+    }
+    for (const Occurrence& o : occurrences_) {
+      if (o.node >= 0 && !erase_nodes[o.scope].empty() && erase_nodes[o.scope][o.node]) continue;
+      const std::string_view name = values_[Find(o.value)].name;
+      if (*o.text != name) o.text->assign(name.data(), name.size());
+    }
+    std::vector<std::vector<bool>> erase_infos(scopes_.size());
+    for (const InfoOccurrence& o : infos_) {
+      onnx::GraphProto* g = scopes_[o.scope].graph;
+      if (values_[o.value].drop_value_info) {
+        auto& marks = erase_infos[o.scope];
+        if (marks.empty()) marks.assign(g->value_info_size(), false);
+        marks[o.index] = true;
+        continue;
+      }
+      const std::string_view name = values_[Find(o.value)].name;
+      if (g->value_info(o.index).name() != name) {
+        g->mutable_value_info(o.index)->set_name(std::string(name));
+      }
+    }
+    for (size_t s = 0; s < scopes_.size(); ++s) {
+      if (!erase_nodes[s].empty()) EraseMarked(scopes_[s].nodes(), erase_nodes[s]);
+      if (!erase_infos[s].empty()) EraseMarked(scopes_[s].graph->mutable_value_info(),
+                                               erase_infos[s]);
+    }
+  }
+
+  onnx::ModelProto& model_;
+  const OptimizeOptions& options_;
+  bool shadowed_ = false;
+  std::vector<ScopeRec> scopes_;
+  std::vector<ValueRec> values_;
+  std::vector<Occurrence> occurrences_;
+  std::vector<InfoOccurrence> infos_;
+  std::vector<Candidate> candidates_;
+  std::vector<Candidate> deleted_nodes_;
+  std::unordered_map<std::string_view, std::vector<int32_t>> nested_defs_;
+  std::deque<std::string> owned_names_;
+  ProtoOptimizeResult result_;
+};
+
+Status Bad(std::string message) { return Status(StatusCode::kInvalidModel, std::move(message)); }
+
+Result<ProtoOptimizeResult> ParseAndOptimize(std::span<const std::byte> in, std::string* out,
+                                             const OptimizeOptions& options) {
+  if (in.size() > options.limits.max_model_bytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("model of {} bytes exceeds max_model_bytes {}", in.size(),
+                              options.limits.max_model_bytes));
+  }
+  if (in.empty()) return Bad("the model is empty (0 bytes)");
+  if (in.size() > static_cast<size_t>(INT_MAX)) {
+    return Bad(fmt::format("not a valid ONNX model: {} bytes exceed protobuf's 2 GiB", in.size()));
+  }
+  onnx::ModelProto model;
+  {
+    pb::io::ArrayInputStream stream(in.data(), static_cast<int>(in.size()));
+    pb::io::CodedInputStream coded(&stream);
+    // Each subgraph level costs 3 message levels (graph, node, attribute); types nest too.
+    coded.SetRecursionLimit(3 * std::max(options.limits.max_graph_depth, 0) +
+                            2 * std::max(options.limits.max_type_depth, 0) + 32);
+    if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+      return Bad(fmt::format(
+          "not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, not a "
+          "ModelProto, or nested deeper than the limits allow)",
+          in.size()));
+    }
+  }
+  if (!model.has_graph()) return Bad("model has no graph");
+  IDEM_ASSIGN_OR_RETURN(ProtoOptimizeResult result, OptimizeModelProto(model, options));
+  if (result.report.removed == 0) {
+    // Nothing changed: hand back the input's own bytes, not a re-serialization.
+    out->assign(reinterpret_cast<const char*>(in.data()), in.size());
+  } else if (!model.SerializeToString(out)) {
+    return Status(StatusCode::kInternal, "serializing the optimized model failed");
+  }
+  return result;
+}
+
+// realpath of `path`'s folder ("." when it has none).
+std::string RealFolder(const std::string& path) {
+  const std::string dir = DirectoryOf(path);
+  char buf[PATH_MAX];
+  if (realpath(dir.c_str(), buf) == nullptr) return dir;
+  return buf;
+}
+
+Status WriteAtomically(const std::string& path, const std::string& bytes) {
+  const std::string dir = DirectoryOf(path);
+  const size_t slash = path.rfind('/');
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string temp = fmt::format("{}/.{}.tmp-{}-XXXXXX", dir, base, getpid());
+  int fd = mkstemp(temp.data());
+  if (fd < 0) {
+    return Status(StatusCode::kIoError,
+                  fmt::format("{}: cannot create a temporary file: {}", path, strerror(errno)));
+  }
+  // Keep an existing file's permission bits; a new file gets 0666 minus the umask.
+  struct stat st {};
+  mode_t mode;
+  if (stat(path.c_str(), &st) == 0) {
+    mode = st.st_mode & 07777;
+  } else {
+    const mode_t mask = umask(0);
+    umask(mask);
+    mode = 0666 & ~mask;
+  }
+  bool ok = fchmod(fd, mode) == 0;
+  size_t done = 0;
+  while (ok && done < bytes.size()) {
+    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ok = ok && fsync(fd) == 0;
+  const int saved_errno = errno;
+  close(fd);
+  if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = ok ? errno : saved_errno;
+    unlink(temp.c_str());
+    return Status(StatusCode::kIoError, fmt::format("{}: write failed: {}", path, strerror(err)));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ProtoOptimizeResult> OptimizeModelProto(onnx::ModelProto& model,
+                                               const OptimizeOptions& options) {
+  return Optimizer(model, options).Run();
+}
+
+Result<OptimizeReport> OptimizeModelBytes(std::span<const std::byte> in, std::string* out,
+                                          const OptimizeOptions& options) {
+  IDEM_ASSIGN_OR_RETURN(ProtoOptimizeResult result, ParseAndOptimize(in, out, options));
+  return std::move(result.report);
+}
+
+Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::string& out_path,
+                                         const OptimizeOptions& options) {
+  struct stat in_st {}, out_st {};
+  if (stat(in_path.c_str(), &in_st) == 0 && stat(out_path.c_str(), &out_st) == 0 &&
+      in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino && !options.in_place) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: is the input model itself; refusing to overwrite it without "
+                              "in-place (--in-place)",
+                              out_path));
+  }
+  auto bytes = ReadFileBytes(in_path, options.limits.max_model_bytes);
+  if (!bytes.ok()) return std::move(bytes).take_status();
+  std::string out;
+  auto result = ParseAndOptimize(std::as_bytes(std::span(bytes.value())), &out, options);
+  if (!result.ok()) return std::move(result).take_status().WithContext(in_path);
+  if (result->external_data && RealFolder(in_path) != RealFolder(out_path)) {
+    const auto& [tensor, location] = *result->external_data;
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: tensor '{}' is external data ('{}', relative to the model's "
+                              "folder); write the result into {} so the locations stay valid",
+                              in_path, tensor, location, DirectoryOf(in_path)));
+  }
+  IDEM_RETURN_IF_ERROR(WriteAtomically(out_path, out));
+  return std::move(result->report);
+}
+
+}  // namespace idem

@@ -1,0 +1,31 @@
+// The Identity remover on the ModelProto (see idem/optimize.h for the rules and contracts).
+#ifndef IDEM_SRC_ONNX_OPTIMIZE_H_
+#define IDEM_SRC_ONNX_OPTIMIZE_H_
+
+#include <optional>
+#include <string>
+
+#include "idem/optimize.h"
+#include "idem/status.h"
+
+namespace onnx {
+class ModelProto;
+}  // namespace onnx
+
+namespace idem {
+
+struct ProtoOptimizeResult {
+  OptimizeReport report;
+  // A tensor kept in external data (name and location), if the model has any.
+  std::optional<std::pair<std::string, std::string>> external_data;
+};
+
+// Edits `model` in place: deletes removable Identity nodes and renames references. When
+// report.removed == 0 the model is untouched. Errors only for nesting deeper than
+// options.limits.max_graph_depth (kResourceExhausted).
+Result<ProtoOptimizeResult> OptimizeModelProto(onnx::ModelProto& model,
+                                               const OptimizeOptions& options = {});
+
+}  // namespace idem
+
+#endif  // IDEM_SRC_ONNX_OPTIMIZE_H_

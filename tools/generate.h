@@ -1,0 +1,21 @@
+// Deterministic feeds generated from declared types (used by `idem optimize --check` and tests to
+// run an original and an optimized model on the same inputs).
+#ifndef IDEM_TOOLS_GENERATE_H_
+#define IDEM_TOOLS_GENERATE_H_
+
+#include <cstdint>
+
+#include "idem/status.h"
+#include "idem/type.h"
+#include "idem/value.h"
+
+namespace idem::tools {
+
+// A value of `type`: symbolic or unknown dims are 2, a tensor of unknown rank is [2]; sequences
+// hold 2 tensors and optionals hold a value. Bytes follow a fixed pattern derived from `seed`
+// (floats may be NaN or subnormal: outputs are compared bit for bit).
+Result<Value> GenerateValue(const Type& type, uint64_t seed);
+
+}  // namespace idem::tools
+
+#endif  // IDEM_TOOLS_GENERATE_H_
