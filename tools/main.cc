@@ -10,8 +10,10 @@
 
 #include "idem/idem.h"
 #include "src/core/text.h"
+#include "src/onnx/model_loader.h"
 #include "src/onnx/proto_convert.h"
 #include "tools/backend_test.h"
+#include "tools/generate.h"
 
 namespace {
 
@@ -181,6 +183,86 @@ int Info(const std::string& model_arg, const idem::SessionOptions& options) {
   return 0;
 }
 
+// `idem optimize --check`: the result must load wherever the input loads, and give bit-identical
+// outputs on generated inputs. Prints what it could check; an error aborts the write.
+idem::Status CheckOptimized(const std::string& in_path, std::span<const std::byte> original,
+                            std::span<const std::byte> optimized) {
+  const std::string base_dir = idem::DirectoryOf(in_path);
+  auto a = idem::Session::CreateFromBytes(original, base_dir);
+  if (!a.ok()) {
+    fmt::print("check: outputs not compared: idem cannot run {}: {}\n", in_path,
+               a.status().message());
+    return {};
+  }
+  auto b = idem::Session::CreateFromBytes(optimized, base_dir);
+  if (!b.ok()) {
+    return idem::Status(idem::StatusCode::kInternal,
+                        fmt::format("check: the optimized model fails validation: {}",
+                                    b.status().message()));
+  }
+  std::vector<idem::Value> feeds;
+  for (size_t i = 0; i < a->inputs().size(); ++i) {
+    auto v = idem::tools::GenerateValue(a->inputs()[i].type, i + 1);
+    if (!v.ok()) {
+      fmt::print("check: validated; outputs not compared: input '{}': {}\n",
+                 a->inputs()[i].name, v.status().message());
+      return {};
+    }
+    feeds.push_back(std::move(v).value());
+  }
+  auto ra = a->Run(feeds);
+  auto rb = b->Run(feeds);
+  if (!ra.ok()) {
+    if (rb.ok()) {
+      return idem::Status(idem::StatusCode::kInternal,
+                          fmt::format("check: the input model fails on generated inputs ({}) "
+                                      "but the optimized one runs",
+                                      ra.status().message()));
+    }
+    fmt::print("check: validated; both models fail on generated inputs: {}\n",
+               ra.status().message());
+    return {};
+  }
+  if (!rb.ok()) {
+    return idem::Status(idem::StatusCode::kInternal,
+                        fmt::format("check: the optimized model fails on generated inputs: {}",
+                                    rb.status().message()));
+  }
+  for (size_t k = 0; k < ra->size(); ++k) {
+    if (auto diff = idem::DescribeDifference((*ra)[k], (*rb)[k])) {
+      return idem::Status(idem::StatusCode::kInternal,
+                          fmt::format("check: output '{}' differs: {}", a->outputs()[k].name,
+                                      *diff));
+    }
+  }
+  fmt::print("check: OK: {} outputs bit-identical on generated inputs\n", ra->size());
+  return {};
+}
+
+int Optimize(const std::string& in, std::string out, bool check, bool explain, bool in_place) {
+  if (out.empty()) {
+    if (!in_place) return Fail("optimize: give -o OUT (or --in-place to replace IN)");
+    out = in;
+  }
+  idem::OptimizeOptions options;
+  options.in_place = in_place;
+  if (check) {
+    options.verify = [&](std::span<const std::byte> original, std::span<const std::byte> result) {
+      return CheckOptimized(in, original, result);
+    };
+  }
+  auto report = idem::OptimizeModelFile(in, out, options);
+  if (!report.ok()) return Fail(report.status().message());
+  fmt::print("removed {} Identity nodes, kept {}\n", report->removed, report->kept);
+  if (explain) {
+    for (const auto& k : report->kept_nodes) {
+      fmt::print("kept {}: node '{}' (#{}): {}: {}\n", k.graph, k.node, k.node_index,
+                 idem::KeepRuleName(k.rule), idem::KeepRuleDescription(k.rule));
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -226,6 +308,17 @@ int main(int argc, char** argv) {
                   "accept external-data files with more than one hard link");
   }
 
+  std::string optimize_out;
+  bool optimize_check = false, optimize_explain = false, optimize_in_place = false;
+  CLI::App* optimize =
+      app.add_subcommand("optimize", "Remove every removable Identity node from a model file");
+  optimize->add_option("IN", model, "model.onnx")->required();
+  optimize->add_option("-o,--output", optimize_out, "where to write the result (atomically)");
+  optimize->add_flag("--check", optimize_check,
+                     "validate the result and, when idem runs both, compare outputs bit for bit");
+  optimize->add_flag("--explain", optimize_explain, "list each kept Identity with its rule");
+  optimize->add_flag("--in-place", optimize_in_place, "allow OUT to be IN (or omit -o)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -234,7 +327,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
-    fmt::print(stderr, "usage: idem run|test|check|info ... (see idem --help)\n");
+    fmt::print(stderr, "usage: idem run|test|check|info|optimize ... (see idem --help)\n");
     return 2;
   }
   idem::SessionOptions options;
@@ -245,5 +338,8 @@ int main(int argc, char** argv) {
   if (*test) return Test(test_paths, skip_unsupported, quiet, options);
   if (*check) return Check(model, options);
   if (*info) return Info(model, options);
+  if (*optimize) {
+    return Optimize(model, optimize_out, optimize_check, optimize_explain, optimize_in_place);
+  }
   return 2;
 }

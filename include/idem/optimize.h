@@ -19,6 +19,7 @@
 #define IDEM_OPTIMIZE_H_
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -72,6 +73,10 @@ struct OptimizeOptions {
   Limits limits;
   // OptimizeModelFile only: allows out_path to be the input file itself (same inode).
   bool in_place = false;
+  // OptimizeModelFile only: called with the input's and the result's bytes before anything is
+  // written; an error aborts the write and is returned (e.g. `idem optimize --check`).
+  std::function<Status(std::span<const std::byte> original, std::span<const std::byte> result)>
+      verify;
 };
 
 // Optimizes a serialized ModelProto. `*out` receives the result; when nothing is removed it is a

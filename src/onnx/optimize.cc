@@ -657,6 +657,10 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
                               "folder); write the result into {} so the locations stay valid",
                               in_path, tensor, location, DirectoryOf(in_path)));
   }
+  if (options.verify) {
+    IDEM_RETURN_IF_ERROR(options.verify(std::as_bytes(std::span(bytes.value())),
+                                        std::as_bytes(std::span(out))));
+  }
   IDEM_RETURN_IF_ERROR(WriteAtomically(out_path, out));
   return std::move(result->report);
 }

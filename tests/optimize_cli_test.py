@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""End-to-end tests of `idem optimize` (counts, --explain, --check, --in-place, atomic writes,
+external data, error lines). Usage: optimize_cli_test.py IDEM_EXE"""
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+IDEM = None
+
+
+def idem(*args):
+    return subprocess.run([IDEM, *args], capture_output=True, text=True, timeout=60)
+
+
+def f3(name):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, [3])
+
+
+def save(model, path, ir=8):
+    model.ir_version = ir
+    onnx.save(model, path)
+    return path
+
+
+def chain_model(path):
+    # x -> a -> t -> y (output); x -> z (output): one removable, two kept (graph input).
+    nodes = [helper.make_node("Identity", ["x"], ["t"], name="a"),
+             helper.make_node("Identity", ["t"], ["y"], name="b"),
+             helper.make_node("Identity", ["x"], ["z"], name="c")]
+    g = helper.make_graph(nodes, "g", [f3("x")], [f3("y"), f3("z")])
+    return save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+class OptimizeCliTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def p(self, name):
+        return os.path.join(self.dir, name)
+
+    def test_counts_explain_and_check(self):
+        src = chain_model(self.p("m.onnx"))
+        r = idem("optimize", src, "-o", self.p("o.onnx"), "--explain", "--check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("removed 1 Identity nodes, kept 2", r.stdout)
+        self.assertIn("kept graph: node 'b' (#1): graph-input", r.stdout)
+        self.assertIn("kept graph: node 'c' (#2): graph-input", r.stdout)
+        self.assertIn("check: OK: 2 outputs bit-identical", r.stdout)
+        out = onnx.load(self.p("o.onnx"))
+        onnx.checker.check_model(out)
+        self.assertEqual([n.name for n in out.graph.node], ["b", "c"])
+        self.assertEqual(list(out.graph.node[0].input), ["x"])
+        r = idem("run", self.p("o.onnx"), "--input", "x=" + self.write_npy())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # Optimizing the result changes nothing, byte for byte.
+        r = idem("optimize", self.p("o.onnx"), "-o", self.p("o2.onnx"))
+        self.assertIn("removed 0 Identity nodes, kept 2", r.stdout)
+        with open(self.p("o.onnx"), "rb") as a, open(self.p("o2.onnx"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+    def write_npy(self):
+        path = self.p("x.npy")
+        np.save(path, np.array([1, -0.0, np.nan], dtype=np.float32))
+        return path
+
+    def test_check_on_a_model_idem_cannot_run(self):
+        nodes = [helper.make_node("Relu", ["x"], ["r"]),
+                 helper.make_node("Identity", ["r"], ["y"], name="id")]
+        g = helper.make_graph(nodes, "g", [f3("x")], [f3("y")])
+        src = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)]),
+                   self.p("relu.onnx"))
+        r = idem("optimize", src, "-o", self.p("o.onnx"), "--check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("removed 1 Identity nodes, kept 0", r.stdout)
+        self.assertIn("outputs not compared", r.stdout)
+        self.assertIn("Relu", r.stdout)
+        out = onnx.load(self.p("o.onnx"))
+        onnx.checker.check_model(out)
+        self.assertEqual(list(out.graph.node[0].output), ["y"])
+
+    def test_refuses_to_overwrite_input_and_in_place_keeps_mode(self):
+        src = chain_model(self.p("m.onnx"))
+        os.chmod(src, 0o640)
+        with open(src, "rb") as f:
+            before = f.read()
+        os.link(src, self.p("hard.onnx"))
+        for out in (src, self.p("./m.onnx"), self.p("hard.onnx")):
+            r = idem("optimize", src, "-o", out)
+            self.assertEqual(r.returncode, 1)
+            self.assertTrue(r.stderr.startswith("error:"), r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+            self.assertIn("--in-place", r.stderr)
+        with open(src, "rb") as f:
+            self.assertEqual(f.read(), before)
+        r = idem("optimize", src, "--in-place")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(stat.S_IMODE(os.stat(src).st_mode), 0o640)
+        with open(src, "rb") as f:
+            self.assertNotEqual(f.read(), before)
+        self.assertEqual(sorted(os.listdir(self.dir)), ["hard.onnx", "m.onnx"])  # no temp left
+
+    def test_errors_are_one_line(self):
+        r = idem("optimize", self.p("missing.onnx"), "-o", self.p("o.onnx"))
+        self.assertEqual(r.returncode, 1)
+        self.assertTrue(r.stderr.startswith("error:") and "missing.onnx" in r.stderr, r.stderr)
+        with open(self.p("junk.onnx"), "wb") as f:
+            f.write(b"\xff\xff\xff\xff")
+        r = idem("optimize", self.p("junk.onnx"), "-o", self.p("o.onnx"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("protobuf parsing failed", r.stderr)
+        self.assertFalse(os.path.exists(self.p("o.onnx")))
+        r = idem("optimize", self.p("junk.onnx"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("-o OUT", r.stderr)
+
+    def test_external_data_stays_valid_or_is_refused(self):
+        w = numpy_helper.from_array(np.array([1, 2, 3], dtype=np.float32), "w")
+        nodes = [helper.make_node("Identity", ["w"], ["t"], name="a"),
+                 helper.make_node("Identity", ["t"], ["y"], name="b")]
+        g = helper.make_graph(nodes, "g", [], [f3("y")], initializer=[w])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        onnx.save_model(m, self.p("m.onnx"), save_as_external_data=True, location="w.bin",
+                        size_threshold=0)
+        r = idem("optimize", self.p("m.onnx"), "-o", self.p("o.onnx"), "--check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("check: OK", r.stdout)
+        os.makedirs(self.p("sub"))
+        r = idem("optimize", self.p("m.onnx"), "-o", self.p("sub/o.onnx"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("external data", r.stderr)
+        self.assertEqual(os.listdir(self.p("sub")), [])
+
+
+if __name__ == "__main__":
+    IDEM = sys.argv.pop(1)
+    unittest.main()
