@@ -507,6 +507,62 @@ const char* OutcomeName(idem::tools::CaseResult::Outcome outcome) {
 
 }  // namespace
 
+// ---------------------------------------------------------------------------------------------
+// idem.optimize (issue 9): the Identity remover. Self-contained block: RegisterOptimize() is the
+// only entry point, called once at the end of PYBIND11_MODULE.
+// ---------------------------------------------------------------------------------------------
+namespace {
+
+py::dict OptimizeReportToPython(const idem::OptimizeReport& report) {
+  py::list kept;
+  for (const idem::KeptIdentity& k : report.kept_nodes) {
+    py::dict d;
+    d["graph"] = k.graph;
+    d["node"] = k.node;
+    d["index"] = k.node_index;
+    d["rule"] = std::string(idem::KeepRuleName(k.rule));
+    d["reason"] = std::string(idem::KeepRuleDescription(k.rule));
+    kept.append(d);
+  }
+  py::dict d;
+  d["removed"] = report.removed;
+  d["kept"] = report.kept;
+  d["kept_nodes"] = kept;
+  return d;
+}
+
+void RegisterOptimize(py::module_& m) {
+  // Bytes in, bytes out.
+  m.def("_optimize_bytes", [](py::bytes model) {
+    std::string_view in = model;
+    std::string out;
+    idem::Result<idem::OptimizeReport> report = idem::OptimizeReport{};
+    {
+      py::gil_scoped_release release;
+      report = idem::OptimizeModelBytes(std::as_bytes(std::span(in.data(), in.size())), &out);
+    }
+    if (!report.ok()) ThrowStatus(report.status());
+    return py::make_tuple(py::bytes(out), OptimizeReportToPython(*report));
+  });
+  // Path in, path out (atomic write, in-place and external-data checks).
+  m.def("_optimize_file", [](const std::string& in, const std::string& out, bool in_place) {
+    idem::OptimizeOptions options;
+    options.in_place = in_place;
+    idem::Result<idem::OptimizeReport> report = idem::OptimizeReport{};
+    {
+      py::gil_scoped_release release;
+      report = idem::OptimizeModelFile(in, out, options);
+    }
+    if (!report.ok()) ThrowStatus(report.status());
+    return OptimizeReportToPython(*report);
+  });
+}
+
+}  // namespace
+// ---------------------------------------------------------------------------------------------
+// end of idem.optimize block
+// ---------------------------------------------------------------------------------------------
+
 PYBIND11_MODULE(_idem, m) {
   m.doc() = "Native core of the idem Python package; use `import idem` instead.";
   G().numpy = py::module_::import("numpy");
@@ -587,4 +643,6 @@ PYBIND11_MODULE(_idem, m) {
         return py::make_tuple(OutcomeName(result.outcome), result.reason);
       },
       py::arg("folder"), py::arg("skip_unsupported") = false);
+
+  RegisterOptimize(m);  // idem.optimize block above
 }

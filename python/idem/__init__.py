@@ -52,7 +52,7 @@ several threads at once.
 
 from . import _idem
 
-__all__ = ["Session", "Error", "RawTensor", "ValueInfo", "run_backend_test"]
+__all__ = ["Session", "Error", "RawTensor", "ValueInfo", "run_backend_test", "optimize"]
 
 Error = _idem.Error
 ValueInfo = _idem.ValueInfo
@@ -182,3 +182,33 @@ def run_backend_test(folder, skip_unsupported=False):
     """
     import os
     return _idem.run_backend_test(os.fspath(folder), skip_unsupported)
+
+
+# --- idem.optimize (issue 9) ---------------------------------------------------------------------
+def optimize(model, out_path=None, in_place=False):
+    """Removes every removable Identity node (see the README's `idem optimize` rule table).
+
+    Args:
+        model: serialized model bytes (bytes, bytearray, memoryview), an ``onnx.ModelProto``, or a
+            path to a model file.
+        out_path: with a path ``model``, write the result there atomically (refused when it is the
+            input file unless ``in_place``; a model with external data must stay in its folder).
+        in_place: allow ``out_path`` to be the input file.
+
+    Returns:
+        ``(result_bytes, report)``: result_bytes is None when written to ``out_path``; report is
+        ``{"removed": int, "kept": int, "kept_nodes": [{"graph", "node", "index", "rule",
+        "reason"}]}``. With nothing to remove the bytes are the input's, unchanged.
+    """
+    import os
+    if isinstance(model, (bytes, bytearray, memoryview)) or hasattr(model, "SerializeToString"):
+        if out_path is not None:
+            raise ValueError("idem.optimize: out_path needs a model path (its folder decides "
+                             "whether external data stays valid)")
+        data = model.SerializeToString() if hasattr(model, "SerializeToString") else bytes(model)
+        return _idem._optimize_bytes(data)
+    path = os.fspath(model)
+    if out_path is None:
+        with open(path, "rb") as f:
+            return _idem._optimize_bytes(f.read())
+    return None, _idem._optimize_file(path, os.fspath(out_path), in_place)
