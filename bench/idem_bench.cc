@@ -18,6 +18,8 @@
 //   memcpy_256MiB         plain memcpy of 256 MiB (physical reference)
 //   copy_out_256MiB       Session::RunInto a caller buffer              >= 0.9x memcpy bandwidth
 //   tiny_throughput/threads:1|2  runs/s of one shared Session           2 threads >= 1.6x
+//   optimize_100k_chain   OptimizeModelBytes on a 100,000-node Identity chain's bytes (issue 9:
+//                         parse, analyse, rewrite, serialize)           <= 500 ms
 //
 // Extra modes (not benchmarks):
 //   idem_bench --make_external_model DIR   write DIR/model.onnx + DIR/weights.bin (256 MiB).
@@ -518,6 +520,23 @@ void BM_tiny_throughput(benchmark::State& state) {
 // Names are stable (compared over time). The summary (bench/summarize.py) reads real_time
 // medians; bytes/s and items/s printed by the library are from CPU time except for the threaded
 // case, which uses wall time (runs per second of the whole process).
+void BM_optimize_100k_chain(benchmark::State& state) {
+  static const std::string bytes =
+      models::IdentityChain(models::TensorTypeProto(idem::ElementType::kFloat, {5}), 21, 100000)
+          .SerializeAsString();
+  const auto in = std::as_bytes(std::span(bytes.data(), bytes.size()));
+  for (auto _ : state) {
+    std::string out;
+    auto report = idem::OptimizeModelBytes(in, &out);
+    if (!report.ok() || report->removed != 99999) {
+      state.SkipWithError("optimize_100k_chain: unexpected result");
+      return;
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes.size()));
+}
+
 BENCHMARK(BM_tiny)->Name("tiny");
 BENCHMARK(BM_f32_16MiB)->Name("f32_16MiB");
 BENCHMARK(BM_f32_256MiB)->Name("f32_256MiB");
@@ -531,6 +550,7 @@ BENCHMARK(BM_external_256MiB_load)->Name("external_256MiB_load")->Unit(benchmark
 BENCHMARK(BM_external_256MiB_run)->Name("external_256MiB_run");
 BENCHMARK(BM_memcpy_256MiB)->Name("memcpy_256MiB")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_copy_out_256MiB)->Name("copy_out_256MiB")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_optimize_100k_chain)->Name("optimize_100k_chain")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_tiny_throughput)
     ->Name("tiny_throughput/threads")
     ->Arg(1)

@@ -96,6 +96,9 @@ def main():
         f"{big / copy:.2f} GB/s = {r:.2f}x memcpy" if r is not None else "",
         ">= 0.9x memcpy bandwidth", r is not None and r >= 0.9,
         "src/dst page-aligned, same offset")
+    opt = ns("optimize_100k_chain")
+    row("optimize_100k_chain", opt, "", "<= 500 ms", opt is not None and opt <= 500e6,
+        "OptimizeModelBytes, 100,000-node Identity chain (issue 9)")
     t1 = m.get("tiny_throughput/threads/1/manual_time", {}).get("items_per_second")
     t2 = m.get("tiny_throughput/threads/2/manual_time", {}).get("items_per_second")
     r = t2 / t1 if t1 and t2 else None

@@ -139,6 +139,8 @@ struct InfoOccurrence {
 struct Candidate {
   int32_t scope;
   int32_t node;
+  int32_t x = -1;  // the value input 0 resolves to (-1: none)
+  int32_t y = -1;  // the value output 0 defines (-1: none)
 };
 
 struct Pending {
@@ -288,6 +290,9 @@ class Optimizer {
   void Visit(int32_t s, std::vector<Pending>* children) {
     ScopeRec& scope = scopes_[s];
     NodeList* nodes = scope.nodes();
+    scope.defs.reserve(static_cast<size_t>(nodes->size()) +
+                       (scope.graph ? scope.graph->input_size() + scope.graph->initializer_size()
+                                    : scope.function->input_size()));
     // Definitions first: a scope's own names win over enclosing ones for all its references.
     if (scope.graph != nullptr) {
       onnx::GraphProto* g = scope.graph;
@@ -315,13 +320,18 @@ class Optimizer {
     // References.
     for (int n = 0; n < nodes->size(); ++n) {
       onnx::NodeProto* node = nodes->Mutable(n);
+      int32_t first_input = -1;
       for (int k = 0; k < node->input_size(); ++k) {
         if (node->input(k).empty()) continue;
         const int32_t v = Resolve(s, node->input(k));
+        if (k == 0) first_input = v;
         if (v >= 0) occurrences_.push_back({node->mutable_input(k), v, s, n});
       }
       if (node->op_type() == "Identity" && IsDefaultDomain(node->domain())) {
-        candidates_.push_back({s, n});
+        const int32_t y = node->output_size() > 0 && !node->output(0).empty()
+                              ? scopes_[s].defs.find(node->output(0))->second
+                              : -1;
+        candidates_.push_back({s, n, first_input, y});
       }
       for (int a = 0; a < node->attribute_size(); ++a) {
         onnx::AttributeProto* attr = node->mutable_attribute(a);
@@ -427,8 +437,8 @@ class Optimizer {
         node.output(0).empty() || node.attribute_size() != 0 || node.input(0) == node.output(0)) {
       return Keep(c, KeepRule::kMalformed);
     }
-    const int32_t yv = scope.defs.at(node.output(0));
-    const int32_t xv = Resolve(c.scope, node.input(0));
+    const int32_t yv = c.y;
+    const int32_t xv = c.x;
     if (xv < 0) return Keep(c, KeepRule::kUndefinedInput);
     if (values_[xv].defs > 1 || values_[yv].defs > 1) return Keep(c, KeepRule::kMultiplyDefined);
     const int32_t rx = Find(xv);
