@@ -654,8 +654,22 @@ TEST(OptimizeTest, FunctionBodies) {
   add("Identity", {"t"}, {"t2"}, "alias");
   add("Identity", {"t2"}, {"o"}, "to_o");
   add("Identity", {"i"}, {"o2"}, "from_input");
+  // FunctionProto.value_info (field 12, newer than this schema): t survives renamed o, t2 goes.
+  for (const char* name : {"t", "t2", "i"}) {
+    onnx::ValueInfoProto vi;
+    vi.set_name(name);
+    *vi.mutable_type() = F();
+    fn->mutable_unknown_fields()->AddLengthDelimited(12, vi.SerializeAsString());
+  }
   auto o = Optimize(m);
   EXPECT_EQ(o.report.removed, 2u);
+  const auto& unknown = o.model.functions(0).unknown_fields();
+  ASSERT_EQ(unknown.field_count(), 2);
+  onnx::ValueInfoProto vi;
+  ASSERT_TRUE(vi.ParseFromString(unknown.field(0).length_delimited()));
+  EXPECT_EQ(vi.name(), "o");
+  ASSERT_TRUE(vi.ParseFromString(unknown.field(1).length_delimited()));
+  EXPECT_EQ(vi.name(), "i");
   EXPECT_KEPT(o.report, "from_input", KeepRule::kGraphInput);
   EXPECT_EQ(FindKept(o.report, "from_input")->graph, "function custom:F");
   const auto& f = o.model.functions(0);

@@ -30,6 +30,7 @@
 #include <climits>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -130,11 +131,18 @@ struct Occurrence {
   int32_t node;  // -1 when not in a node
 };
 
+// A value_info entry: graph->value_info(index), or, for a function, the ValueInfoProto parsed
+// from unknown field `index` (FunctionProto.value_info = 12, newer than this schema).
 struct InfoOccurrence {
   int32_t scope;
   int32_t index;
   int32_t value;
+  onnx::ValueInfoProto* parsed = nullptr;  // function entries only
 };
+
+// FunctionProto.value_info (ONNX >= 1.15) is field 12; this build's schema keeps it as an unknown
+// field, so it is parsed here to keep the value_info rules for function bodies too.
+constexpr int kFunctionValueInfoField = 12;
 
 struct Candidate {
   int32_t scope;
@@ -390,7 +398,22 @@ class Optimizer {
         occurrences_.push_back({a->mutable_tensor_name(), v, s, -1});
       }
     } else {
-      for (const auto& out : scopes_[s].function->output()) note_output(out, nullptr);
+      onnx::FunctionProto* f = scopes_[s].function;
+      for (const auto& out : f->output()) note_output(out, nullptr);
+      const pb::UnknownFieldSet& unknown = f->unknown_fields();
+      for (int i = 0; i < unknown.field_count(); ++i) {
+        const pb::UnknownField& field = unknown.field(i);
+        if (field.number() != kFunctionValueInfoField ||
+            field.type() != pb::UnknownField::TYPE_LENGTH_DELIMITED) {
+          continue;
+        }
+        auto& info = parsed_infos_.emplace_back(std::make_unique<onnx::ValueInfoProto>());
+        if (!info->ParseFromString(field.length_delimited())) continue;  // left as it is
+        const int32_t v = Resolve(s, info->name());
+        if (v < 0) continue;
+        infos_.push_back({s, i, v, info.get()});
+        if (info->has_type()) AddDecl(v, info->type());
+      }
     }
   }
 
@@ -510,7 +533,21 @@ class Optimizer {
       if (*o.text != name) o.text->assign(name.data(), name.size());
     }
     std::vector<std::vector<bool>> erase_infos(scopes_.size());
+    std::vector<std::vector<int>> erase_function_infos(scopes_.size());
     for (const InfoOccurrence& o : infos_) {
+      if (o.parsed != nullptr) {
+        pb::UnknownFieldSet* unknown = scopes_[o.scope].function->mutable_unknown_fields();
+        if (values_[o.value].drop_value_info) {
+          erase_function_infos[o.scope].push_back(o.index);
+          continue;
+        }
+        const std::string_view name = values_[Find(o.value)].name;
+        if (o.parsed->name() != name) {
+          o.parsed->set_name(std::string(name));
+          o.parsed->SerializeToString(unknown->mutable_field(o.index)->mutable_length_delimited());
+        }
+        continue;
+      }
       onnx::GraphProto* g = scopes_[o.scope].graph;
       if (values_[o.value].drop_value_info) {
         auto& marks = erase_infos[o.scope];
@@ -527,6 +564,10 @@ class Optimizer {
       if (!erase_nodes[s].empty()) EraseMarked(scopes_[s].nodes(), erase_nodes[s]);
       if (!erase_infos[s].empty()) EraseMarked(scopes_[s].graph->mutable_value_info(),
                                                erase_infos[s]);
+      // Recorded in increasing order: delete from the back so indices stay valid.
+      for (auto it = erase_function_infos[s].rbegin(); it != erase_function_infos[s].rend(); ++it) {
+        scopes_[s].function->mutable_unknown_fields()->DeleteSubrange(*it, 1);
+      }
     }
   }
 
@@ -541,6 +582,7 @@ class Optimizer {
   std::vector<Candidate> deleted_nodes_;
   std::unordered_map<std::string_view, std::vector<int32_t>> nested_defs_;
   std::deque<std::string> owned_names_;
+  std::vector<std::unique_ptr<onnx::ValueInfoProto>> parsed_infos_;
   ProtoOptimizeResult result_;
 };
 
