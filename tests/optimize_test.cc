@@ -696,6 +696,29 @@ TEST(OptimizeTest, NothingRemovableComesBackByteIdentical) {
   EXPECT_NE(canonical.SerializeAsString(), in);  // the test would catch a re-serialization
 }
 
+TEST(OptimizeTest, ModelOverMaxModelBytesIsRefused) {
+  const std::string in = testing::IdentityChain(F(), 21, 3).SerializeAsString();
+  OptimizeOptions options;
+  options.limits.max_model_bytes = in.size() - 1;
+  std::string out;
+  auto r = OptimizeModelBytes(AsBytes(in), &out, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(r.status().message(), "max_model_bytes");
+}
+
+TEST(OptimizeTest, GeneratedInputsUseTwoForSymbolicDims) {
+  auto v = tools::GenerateValue(
+      Type::Tensor(ElementType::kFloat, std::vector<Dim>{{3, ""}, {std::nullopt, "N"}}), 1);
+  ASSERT_TRUE(v.ok());
+  auto shape = v->tensor().shape();
+  EXPECT_EQ(std::vector<int64_t>(shape.begin(), shape.end()), (std::vector<int64_t>{3, 2}));
+  auto s = tools::GenerateValue(
+      Type::Sequence(Type::Tensor(ElementType::kString, std::nullopt)), 2);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->sequence().size(), 2u);
+}
+
 TEST(OptimizeTest, NotAModelIsAnError) {
   std::string out;
   const std::string junk = "\xff\xff\xff";
@@ -746,6 +769,24 @@ TEST_F(OptimizeFileTest, RefusesToOverwriteTheInputWithoutInPlace) {
   EXPECT_EQ(st.st_mode & 0777, 0640u);  // the file's mode is kept
   EXPECT_NE(Read(P("m.onnx")), model);
   EXPECT_EQ(Read(P("alias.onnx")), model);  // the rename replaced the name, not the inode
+}
+
+TEST_F(OptimizeFileTest, FailedVerificationWritesNothing) {
+  Write(P("m.onnx"), testing::IdentityChain(F(), 21, 3).SerializeAsString());
+  Write(P("o.onnx"), "precious");
+  OptimizeOptions options;
+  size_t seen = 0;
+  options.verify = [&](std::span<const std::byte> original, std::span<const std::byte> result) {
+    seen = result.size();
+    EXPECT_LT(result.size(), original.size());
+    return Status(StatusCode::kInternal, "check: output 'y' differs");
+  };
+  auto r = OptimizeModelFile(P("m.onnx"), P("o.onnx"), options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_CONTAINS(r.status().message(), "differs");
+  EXPECT_GT(seen, 0u);
+  EXPECT_EQ(Read(P("o.onnx")), "precious");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 3);  // no temp
 }
 
 TEST_F(OptimizeFileTest, ExternalDataInTwoFiles) {
