@@ -403,8 +403,9 @@ TEST(OptimizeTest, ThreeLevelsDeepLoopScanIf) {
 }
 
 TEST(OptimizeTest, ShadowingNestedGraphKeepsItsOwnValue) {
-  // b = Identity(a) outside; the branch defines its own "b" (shadowing, invalid ONNX but handled)
-  // and reads it: that read must not become "a".
+  // b = Identity(a) outside; the nested graph defines its own "b" (shadowing, invalid ONNX) after
+  // reading "b": read by name it is the local b, read by position the outer one. Either way the
+  // Identity stays and the nested graph is untouched.
   auto m = Base({"out"});
   auto* g = m.mutable_graph();
   Custom(g, "P", {"x"}, {"a"});
@@ -412,14 +413,41 @@ TEST(OptimizeTest, ShadowingNestedGraphKeepsItsOwnValue) {
   auto* n = Custom(g, "Loopish", {"b"}, {"out"}, "host");
   auto* sub = AddGraphAttribute(n, "body");
   AddValueInfo(sub->mutable_output(), "so", F());
-  Custom(sub, "Local", {}, {"b"}, "local");
   Custom(sub, "Use", {"b"}, {"so"}, "use");
+  Custom(sub, "Local", {}, {"b"}, "local");
   auto o = Optimize(m);
-  EXPECT_EQ(o.report.removed, 1u);
+  EXPECT_EQ(o.report.removed, 0u);
+  EXPECT_KEPT(o.report, "id", KeepRule::kNameCollision);
+  EXPECT_EQ(o.model.SerializeAsString(), m.SerializeAsString());
+}
+
+TEST(OptimizeTest, InnerRenamesFreeNamesForOuterOnesInOnePass) {
+  // The nested graph's local "a2" -> "so" rename removes the name "a2" from it, so the outer
+  // b = Identity(a2) alias is removable in the same pass (the result is then final).
+  auto m = Base({"out"});
+  auto* g = m.mutable_graph();
+  Custom(g, "P", {"x"}, {"a"});
+  AddNode(g, "Identity", {"a"}, {"b"}, "outer");
+  auto* n = Custom(g, "Host", {"b"}, {"out"}, "host");
+  auto* sub = AddGraphAttribute(n, "body");
+  AddValueInfo(sub->mutable_output(), "so", F());
+  Custom(sub, "Local", {}, {"a"}, "local");  // shadows the outer "a"
+  AddNode(sub, "Identity", {"a"}, {"so"}, "inner");
+  auto o = Optimize(m);  // checks idempotence
+  EXPECT_EQ(o.report.removed, 2u);
   EXPECT_EQ(Inputs(o.model.graph().node(1)), (Names{"a"}));
-  const auto& s = o.model.graph().node(1).attribute(0).g();
-  EXPECT_EQ(Outputs(s.node(0)), (Names{"b"}));
-  EXPECT_EQ(Inputs(s.node(1)), (Names{"b"}));
+  EXPECT_EQ(Outputs(o.model.graph().node(1).attribute(0).g().node(0)), (Names{"so"}));
+}
+
+TEST(OptimizeTest, UseBeforeDefinitionIsKept) {
+  auto m = Base({"z"});
+  auto* g = m.mutable_graph();
+  Custom(g, "Q", {"b"}, {"z"});  // reads b before the Identity defines it
+  Custom(g, "P", {"x"}, {"a"});
+  AddNode(g, "Identity", {"a"}, {"b"}, "late");
+  auto o = Optimize(m);
+  EXPECT_EQ(o.report.removed, 0u);
+  EXPECT_KEPT(o.report, "late", KeepRule::kUnsorted);
 }
 
 TEST(OptimizeTest, RenameThatWouldCollideWithASubgraphNameIsKept) {

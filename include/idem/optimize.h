@@ -36,7 +36,7 @@ enum class KeepRule {
   kInitializer,        // y is a graph output and x an initializer (dense or sparse)
   kOuterScope,         // y is a graph output and x a value of an enclosing graph (pass-through)
   kAlreadyOutput,      // y is a graph output and x already is one (or was taken by another)
-  kNameCollision,      // the rename would be captured by a name defined in a nested graph
+  kNameCollision,      // a nested graph defines the name that changes or the one replacing it
   kTypeMismatch,       // y is a graph output and the declared types of x and y differ
   kNestedGraphOutput,  // the renamed value is named directly as a nested graph's output
   kAnnotations,        // both x and y carry quantization annotations
@@ -45,6 +45,7 @@ enum class KeepRule {
   kMalformed,          // not one input and one output, empty names, attributes, or y == x
   kMultiplyDefined,    // x or y is defined more than once in its graph
   kUndefinedInput,     // x is defined nowhere in scope
+  kUnsorted,           // x or y is used before its definition (not topologically sorted)
 };
 
 // Short stable identifier, e.g. "graph-input", "outer-scope".

@@ -144,3 +144,151 @@ class OptimizeTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---- randomized models: meaning must not change ------------------------------------------------
+#
+# Random graphs with Identity chains, custom operators holding nested graphs (up to 3 deep), reads
+# of outer values, shadowing, graph outputs that are inputs, initializers or outer values, and
+# value_info that sometimes disagrees. Each model is interpreted symbolically (a custom node's
+# output is a term over its node name and input terms; Identity returns its input's term; a nested
+# graph contributes its output names and terms), before and after idem.optimize: the main outputs'
+# names and terms must be equal, and every default-domain Identity is either removed or reported.
+
+def _random_model(rng, runnable):
+    counter = [0]
+
+    def fresh():
+        counter[0] += 1
+        return f"v{counter[0]}"
+
+    def vi(name, dim=2):
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, [dim])
+
+    def graph(visible, depth, main):
+        inputs, inits, nodes, value_info = [], [], [], []
+        local = []
+        if main:
+            for k in range(rng.integers(1, 3)):
+                inputs.append(vi(f"x{k}"))
+                local.append(f"x{k}")
+            if not runnable and rng.random() < 0.5:
+                inits.append(helper.make_tensor("w0", TensorProto.FLOAT, [2], [1.0, 2.0]))
+                local.append("w0")
+        else:
+            for k in range(rng.integers(0, 3)):
+                # Sometimes shadow an outer name (invalid ONNX, but it must stay correct).
+                name = (rng.choice(visible) if visible and rng.random() < 0.15 else fresh())
+                inputs.append(vi(name))
+                local.append(name)
+        for _ in range(rng.integers(1, 9)):
+            pool = local + visible
+            if not pool:
+                break
+            if runnable or rng.random() < 0.55:
+                out = fresh()
+                nodes.append(helper.make_node("Identity", [rng.choice(pool)], [out],
+                                              name=f"n{counter[0]}"))
+                local.append(out)
+                continue
+            outs = [fresh() for _ in range(rng.integers(1, 3))]
+            if rng.random() < 0.1 and not main and visible:
+                outs[0] = rng.choice(visible)  # shadowing definition
+            elif rng.random() < 0.05 and local:
+                outs[0] = rng.choice(local)  # a second definition (invalid SSA)
+            ins = [rng.choice(pool) for _ in range(rng.integers(1, 3))]
+            node = helper.make_node("Op", ins, outs, name=f"c{counter[0]}", domain="custom")
+            if depth < 3 and rng.random() < 0.4:
+                for a in range(rng.integers(1, 3)):
+                    node.attribute.append(helper.make_attribute(
+                        f"g{a}", graph(pool, depth + 1, False)))
+            nodes.append(node)
+            local.extend(outs)
+        if rng.random() < 0.08:
+            rng.shuffle(nodes)  # not topologically sorted
+        pool = local + ([] if main else visible)
+        outputs = []
+        for name in rng.permutation(pool)[: rng.integers(1, 4)] if pool else []:
+            outputs.append(vi(str(name)))
+        if rng.random() < 0.3 and nodes:
+            # value_info for an intermediate, sometimes disagreeing with Identity's output type
+            value_info.append(vi(rng.choice(local), 2 if rng.random() < 0.7 else 3))
+        return helper.make_graph(nodes, f"g{counter[0]}", inputs, outputs or [vi(local[0])]
+                                 if local else [], initializer=inits, value_info=value_info)
+
+    g = graph([], 0, True)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16),
+                                            helper.make_opsetid("custom", 1)])
+    m.ir_version = 8
+    return m
+
+
+def _meaning(m):
+    """Main output names and symbolic terms; nested graphs are evaluated in their scope."""
+    def run_graph(g, outer):
+        env = dict()
+        scope = [env] + outer
+        for i in g.input:
+            env[i.name] = ("input", id(g) if False else g.name, i.name)
+        for t in g.initializer:
+            env[t.name] = ("init", t.name)
+
+        def look(name):
+            for e in scope:
+                if name in e:
+                    return e[name]
+            return ("undefined", name)
+        for n in g.node:
+            if n.op_type == "Identity" and n.domain in ("", "ai.onnx"):
+                env[n.output[0]] = look(n.input[0])
+                continue
+            subs = tuple((a.name, run_graph(a.g, scope)) for a in n.attribute if a.HasField("g"))
+            args = tuple(look(i) for i in n.input)
+            for k, o in enumerate(n.output):
+                env[o] = ("op", n.name, k, args, subs)
+        return tuple((o.name, look(o.name)) for o in g.output)
+
+    return run_graph(m.graph, [])
+
+
+def _count_identities(g):
+    count = 0
+    for n in g.node:
+        count += n.op_type == "Identity" and n.domain in ("", "ai.onnx")
+        for a in n.attribute:
+            if a.HasField("g"):
+                count += _count_identities(a.g)
+    return count
+
+
+class RandomModelTest(unittest.TestCase):
+    def test_random_models_keep_meaning(self):
+        rng = np.random.default_rng(20261130)
+        removed_total = 0
+        for i in range(400):
+            runnable = i % 4 == 0
+            m = _random_model(rng, runnable)
+            data = m.SerializeToString()
+            out, report = idem.optimize(data)
+            result = onnx.load_from_string(out)
+            with self.subTest(model=i):
+                self.assertEqual(_meaning(result), _meaning(m))
+                self.assertEqual(report["removed"] + report["kept"], _count_identities(m.graph))
+                self.assertEqual(_count_identities(result.graph), report["kept"])
+                again, report2 = idem.optimize(out)
+                self.assertEqual(report2["removed"], 0)
+                self.assertEqual(again, out)
+                if report["removed"] == 0:
+                    self.assertEqual(out, data)
+                if runnable:
+                    try:
+                        a = idem.Session(data)
+                    except idem.Error:
+                        continue
+                    b = idem.Session(out)
+                    feeds = {v.name: np.arange(2, dtype=np.float32) + k
+                             for k, v in enumerate(a.inputs)}
+                    for x, y in zip(a.run(feeds), b.run(feeds)):
+                        self.assertEqual(np.asarray(x).tobytes(), np.asarray(y).tobytes())
+            removed_total += report["removed"]
+        self.assertGreater(removed_total, 400)  # the generator does exercise removals

@@ -54,6 +54,7 @@ std::string_view KeepRuleName(KeepRule rule) {
     case KeepRule::kMalformed: return "malformed";
     case KeepRule::kMultiplyDefined: return "multiply-defined";
     case KeepRule::kUndefinedInput: return "undefined-input";
+    case KeepRule::kUnsorted: return "unsorted";
   }
   return "?";
 }
@@ -86,6 +87,8 @@ std::string_view KeepRuleDescription(KeepRule rule) {
       return "x or y is defined more than once";
     case KeepRule::kUndefinedInput:
       return "x is not defined in scope";
+    case KeepRule::kUnsorted:
+      return "x or y is used before its definition (graph not topologically sorted)";
   }
   return "?";
 }
@@ -103,6 +106,8 @@ struct ValueRec {
   std::string_view name;  // the class's current name (valid for representatives)
   DefKind kind = DefKind::kNode;
   uint32_t defs = 1;
+  int32_t def_node = -1;       // index of the defining node (node outputs)
+  bool ill_ordered = false;    // used before its definition
   bool is_output = false;      // an output of its own scope
   bool nested_output = false;  // named directly as the output of a nested scope
   bool annotated = false;      // has a quantization annotation
@@ -115,6 +120,7 @@ struct ScopeRec {
   int32_t parent = -1;
   int32_t root = 0;
   int32_t depth = 0;
+  int32_t host_node = -1;  // index of the node holding this graph in the parent scope
   int32_t last_descendant = 0;
   std::string path;
   onnx::GraphProto* graph = nullptr;
@@ -151,12 +157,35 @@ struct Candidate {
   int32_t y = -1;  // the value output 0 defines (-1: none)
 };
 
+// The nested scopes (pre-order numbers, ascending) defining one name and how many definitions of
+// it each still has; a Fenwick tree over the counts answers "defined in (s, last]" in O(log n)
+// while renames remove definitions.
+struct NameDefs {
+  std::vector<int32_t> scopes;
+  std::vector<int32_t> live;
+  std::vector<int32_t> tree;  // Fenwick tree over `live` (1-based)
+
+  void Build() {
+    tree.assign(live.size() + 1, 0);
+    for (size_t i = 0; i < live.size(); ++i) Add(i, live[i]);
+  }
+  void Add(size_t i, int32_t delta) {
+    for (size_t k = i + 1; k < tree.size(); k += k & (~k + 1)) tree[k] += delta;
+  }
+  int32_t Prefix(size_t n) const {  // sum of live[0..n)
+    int32_t sum = 0;
+    for (size_t k = n; k > 0; k -= k & (~k + 1)) sum += tree[k];
+    return sum;
+  }
+};
+
 struct Pending {
   onnx::GraphProto* graph;
   onnx::FunctionProto* function;
   int32_t parent;
   int32_t depth;
   std::string path;
+  int32_t host_node = -1;
 };
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
@@ -187,7 +216,19 @@ class Optimizer {
       if (p >= 0) scopes_[p].last_descendant = std::max(scopes_[p].last_descendant,
                                                           scopes_[s].last_descendant);
     }
-    for (const Candidate& c : candidates_) Decide(c);
+    for (auto& [name, defs] : nested_defs_) defs.Build();
+    // Innermost scopes first (descending pre-order number: children follow their parent), nodes
+    // in order within a scope: a graph's collision checks then see its nested graphs' final names.
+    for (size_t end = candidates_.size(); end > 0;) {
+      size_t begin = end;
+      while (begin > 0 && candidates_[begin - 1].scope == candidates_[end - 1].scope) --begin;
+      for (size_t i = begin; i < end; ++i) Decide(candidates_[i]);
+      end = begin;
+    }
+    // Report in file order (scope pre-order, then node order).
+    std::stable_sort(kept_.begin(), kept_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [key, kept] : kept_) result_.report.kept_nodes.push_back(std::move(kept));
     if (result_.report.removed > 0) Apply();
     result_.report.kept = result_.report.kept_nodes.size();
     return std::move(result_);
@@ -217,6 +258,7 @@ class Optimizer {
       scope.parent = p.parent;
       scope.root = p.parent < 0 ? s : scopes_[p.parent].root;
       scope.depth = p.depth;
+      scope.host_node = p.host_node;
       scope.last_descendant = s;
       scope.path = std::move(p.path);
       scope.graph = p.graph;
@@ -228,11 +270,11 @@ class Optimizer {
           onnx::TrainingInfoProto* t = model_.mutable_training_info(i);
           if (t->has_initialization()) {
             children.push_back({t->mutable_initialization(), nullptr, s, 1,
-                                fmt::format("training_info[{}].initialization", i)});
+                                fmt::format("training_info[{}].initialization", i), INT32_MAX});
           }
           if (t->has_algorithm()) {
             children.push_back({t->mutable_algorithm(), nullptr, s, 1,
-                                fmt::format("training_info[{}].algorithm", i)});
+                                fmt::format("training_info[{}].algorithm", i), INT32_MAX});
           }
         }
       }
@@ -260,10 +302,13 @@ class Optimizer {
       v.parent = id;
       v.name = name;
       v.kind = kind;
+      v.def_node = node;
       // Only nested scopes can capture an outer reference: the root's names are not indexed.
       if (scope.parent >= 0) {
-        auto& list = nested_defs_[std::string_view(name)];
-        if (list.empty() || list.back() != s) list.push_back(s);
+        // A name is one value per scope: one live entry per (name, scope), in pre-order.
+        NameDefs& list = nested_defs_[std::string_view(name)];
+        list.scopes.push_back(s);
+        list.live.push_back(1);
       }
     } else {
       ValueRec& v = values_[it->second];
@@ -278,6 +323,22 @@ class Optimizer {
     for (int32_t t = s; t >= 0; t = scopes_[t].parent) {
       const auto& defs = scopes_[t].defs;
       if (auto it = defs.find(name); it != defs.end()) return it->second;
+    }
+    return -1;
+  }
+
+  // Resolve for a read at node `position` of scope s (INT32_MAX: the graph's outputs). A read that
+  // comes before the definition, in s or through the nodes holding the nested graphs, marks the
+  // value: name-based and position-based readings of such a graph may differ.
+  int32_t Use(int32_t s, std::string_view name, int32_t position) {
+    for (int32_t t = s; t >= 0; t = scopes_[t].parent) {
+      const auto& defs = scopes_[t].defs;
+      if (auto it = defs.find(name); it != defs.end()) {
+        ValueRec& v = values_[it->second];
+        if (v.kind == DefKind::kNode && v.def_node >= position) v.ill_ordered = true;
+        return it->second;
+      }
+      position = scopes_[t].host_node;
     }
     return -1;
   }
@@ -331,7 +392,7 @@ class Optimizer {
       int32_t first_input = -1;
       for (int k = 0; k < node->input_size(); ++k) {
         if (node->input(k).empty()) continue;
-        const int32_t v = Resolve(s, node->input(k));
+        const int32_t v = Use(s, node->input(k), n);
         if (k == 0) first_input = v;
         if (v >= 0) occurrences_.push_back({node->mutable_input(k), v, s, n});
       }
@@ -362,16 +423,16 @@ class Optimizer {
                 ? fmt::format("{}/{}.{}", scopes_[s].path, NodeLabel(*node, n), attr->name())
                 : std::string();
         if (attr->has_g()) {
-          children->push_back({attr->mutable_g(), nullptr, s, scopes_[s].depth + 1, prefix});
+          children->push_back({attr->mutable_g(), nullptr, s, scopes_[s].depth + 1, prefix, n});
         }
         for (int k = 0; k < attr->graphs_size(); ++k) {
           children->push_back({attr->mutable_graphs(k), nullptr, s, scopes_[s].depth + 1,
-                               fmt::format("{}[{}]", prefix, k)});
+                               fmt::format("{}[{}]", prefix, k), n});
         }
       }
     }
     auto note_output = [&](const std::string& name, const onnx::ValueInfoProto* info) {
-      const int32_t v = Resolve(s, name);
+      const int32_t v = Use(s, name, INT32_MAX);
       if (v < 0) return;
       if (values_[v].scope == s) {
         values_[v].is_output = true;
@@ -430,20 +491,35 @@ class Optimizer {
     return root;
   }
 
-  // Whether a scope strictly below `s` defines `name` (it could capture a renamed reference).
+  // Whether a scope strictly below `s` (currently) defines `name`: it could capture a renamed
+  // reference. Scopes are decided innermost first, so below `s` every rename is already done.
   bool DefinedBelow(int32_t s, std::string_view name) const {
     const int32_t last = scopes_[s].last_descendant;
     if (last == s) return false;
     auto it = nested_defs_.find(name);
     if (it == nested_defs_.end()) return false;
-    auto pos = std::upper_bound(it->second.begin(), it->second.end(), s);
-    return pos != it->second.end() && *pos <= last;
+    const auto& scopes = it->second.scopes;
+    const size_t lo = std::upper_bound(scopes.begin(), scopes.end(), s) - scopes.begin();
+    const size_t hi = std::upper_bound(scopes.begin(), scopes.end(), last) - scopes.begin();
+    return it->second.Prefix(hi) - it->second.Prefix(lo) > 0;
+  }
+
+  // `name` is no longer defined in scope s (its value was merged away or renamed).
+  void Undefine(int32_t s, std::string_view name) {
+    if (scopes_[s].parent < 0) return;  // roots are not indexed
+    auto it = nested_defs_.find(name);
+    if (it == nested_defs_.end()) return;
+    const auto& scopes = it->second.scopes;
+    const size_t i = std::lower_bound(scopes.begin(), scopes.end(), s) - scopes.begin();
+    if (i == scopes.size() || scopes[i] != s || it->second.live[i] == 0) return;
+    --it->second.live[i];
+    it->second.Add(i, -1);
   }
 
   void Keep(const Candidate& c, KeepRule rule) {
     const onnx::NodeProto& node = scopes_[c.scope].nodes()->Get(c.node);
-    result_.report.kept_nodes.push_back(
-        {scopes_[c.scope].path, node.name(), static_cast<size_t>(c.node), rule});
+    kept_.push_back({{c.scope, c.node},
+                     {scopes_[c.scope].path, node.name(), static_cast<size_t>(c.node), rule}});
   }
 
   void Remove(const Candidate& c) {
@@ -469,11 +545,19 @@ class Optimizer {
     if (rx == ry) return Keep(c, KeepRule::kMalformed);
     ValueRec& X = values_[rx];
     ValueRec& Y = values_[ry];
+    if (values_[xv].ill_ordered || values_[yv].ill_ordered || X.ill_ordered || Y.ill_ordered) {
+      return Keep(c, KeepRule::kUnsorted);
+    }
     if (X.annotated && Y.annotated) return Keep(c, KeepRule::kAnnotations);
     if (!Y.is_output) {
       // Every reference to y becomes x's (current) name.
       if (Y.nested_output) return Keep(c, KeepRule::kNestedGraphOutput);
-      if (DefinedBelow(c.scope, X.name)) return Keep(c, KeepRule::kNameCollision);
+      // A nested graph defining either name could read differently afterwards (capture of the
+      // new name; or, read positionally, an earlier use of the vanished name).
+      if (DefinedBelow(c.scope, X.name) || DefinedBelow(c.scope, Y.name)) {
+        return Keep(c, KeepRule::kNameCollision);
+      }
+      Undefine(c.scope, Y.name);
       Y.parent = rx;
       Y.drop_value_info = true;
       X.annotated |= Y.annotated;
@@ -485,7 +569,9 @@ class Optimizer {
     if (X.kind == DefKind::kInitializer) return Keep(c, KeepRule::kInitializer);
     if (X.is_output) return Keep(c, KeepRule::kAlreadyOutput);
     if (X.nested_output) return Keep(c, KeepRule::kNestedGraphOutput);
-    if (DefinedBelow(c.scope, Y.name)) return Keep(c, KeepRule::kNameCollision);
+    if (DefinedBelow(c.scope, Y.name) || DefinedBelow(c.scope, X.name)) {
+      return Keep(c, KeepRule::kNameCollision);
+    }
     if (X.decl != nullptr && Y.decl != nullptr &&
         (X.decl_conflict || Y.decl_conflict ||
          X.decl->SerializeAsString() != Y.decl->SerializeAsString())) {
@@ -497,6 +583,7 @@ class Optimizer {
       X.decl = Y.decl;
       X.decl_conflict = Y.decl_conflict;
     }
+    Undefine(c.scope, X.name);
     X.name = owned_names_.emplace_back(Y.name);
     X.is_output = true;
     X.annotated |= Y.annotated;
@@ -580,7 +667,8 @@ class Optimizer {
   std::vector<InfoOccurrence> infos_;
   std::vector<Candidate> candidates_;
   std::vector<Candidate> deleted_nodes_;
-  std::unordered_map<std::string_view, std::vector<int32_t>> nested_defs_;
+  std::unordered_map<std::string_view, NameDefs> nested_defs_;
+  std::vector<std::pair<std::pair<int32_t, int32_t>, KeptIdentity>> kept_;
   std::deque<std::string> owned_names_;
   std::vector<std::unique_ptr<onnx::ValueInfoProto>> parsed_infos_;
   ProtoOptimizeResult result_;
