@@ -46,6 +46,7 @@ enum class KeepRule {
   kMultiplyDefined,    // x or y is defined more than once in its graph
   kUndefinedInput,     // x is defined nowhere in scope
   kUnsorted,           // x or y is used before its definition (not topologically sorted)
+  kShardingSpec,       // a sharding spec (NodeProto.device_configurations) names the renamed value
 };
 
 // Short stable identifier, e.g. "graph-input", "outer-scope".

@@ -55,6 +55,7 @@ std::string_view KeepRuleName(KeepRule rule) {
     case KeepRule::kMultiplyDefined: return "multiply-defined";
     case KeepRule::kUndefinedInput: return "undefined-input";
     case KeepRule::kUnsorted: return "unsorted";
+    case KeepRule::kShardingSpec: return "sharding-spec";
   }
   return "?";
 }
@@ -89,6 +90,8 @@ std::string_view KeepRuleDescription(KeepRule rule) {
       return "x is not defined in scope";
     case KeepRule::kUnsorted:
       return "x or y is used before its definition (graph not topologically sorted)";
+    case KeepRule::kShardingSpec:
+      return "a node's sharding spec (device_configurations) names the value that would be renamed";
   }
   return "?";
 }
@@ -108,6 +111,7 @@ struct ValueRec {
   uint32_t defs = 1;
   int32_t def_node = -1;       // index of the defining node (node outputs)
   bool ill_ordered = false;    // used before its definition
+  bool pinned = false;         // named by a sharding spec (a field this schema does not know)
   bool is_output = false;      // an output of its own scope
   bool nested_output = false;  // named directly as the output of a nested scope
   bool annotated = false;      // has a quantization annotation
@@ -149,6 +153,40 @@ struct InfoOccurrence {
 // FunctionProto.value_info (ONNX >= 1.15) is field 12; this build's schema keeps it as an unknown
 // field, so it is parsed here to keep the value_info rules for function bodies too.
 constexpr int kFunctionValueInfoField = 12;
+
+// NodeProto.device_configurations (IR >= 11) = 10: NodeDeviceConfigurationProto, whose
+// sharding_spec (2) is a ShardingSpecProto whose tensor_name (1) names one of the node's values.
+// Unknown to this schema; read (never rewritten) so such names are not renamed.
+constexpr int kNodeDeviceConfigurationsField = 10;
+constexpr int kShardingSpecField = 2;
+constexpr int kShardingTensorNameField = 1;
+
+template <typename F>
+void ForEachLengthDelimited(const pb::UnknownFieldSet& set, int number, F&& f) {
+  for (int i = 0; i < set.field_count(); ++i) {
+    const pb::UnknownField& field = set.field(i);
+    if (field.number() == number && field.type() == pb::UnknownField::TYPE_LENGTH_DELIMITED) {
+      f(field.length_delimited());
+    }
+  }
+}
+
+// The tensor names of a node's sharding specs.
+std::vector<std::string> ShardedTensorNames(const onnx::NodeProto& node) {
+  std::vector<std::string> names;
+  ForEachLengthDelimited(node.unknown_fields(), kNodeDeviceConfigurationsField,
+                         [&](const std::string& config_bytes) {
+    pb::UnknownFieldSet config;
+    if (!config.ParseFromString(config_bytes)) return;
+    ForEachLengthDelimited(config, kShardingSpecField, [&](const std::string& spec_bytes) {
+      pb::UnknownFieldSet spec;
+      if (!spec.ParseFromString(spec_bytes)) return;
+      ForEachLengthDelimited(spec, kShardingTensorNameField,
+                             [&](const std::string& name) { names.push_back(name); });
+    });
+  });
+  return names;
+}
 
 struct Candidate {
   int32_t scope;
@@ -396,6 +434,12 @@ class Optimizer {
         if (k == 0) first_input = v;
         if (v >= 0) occurrences_.push_back({node->mutable_input(k), v, s, n});
       }
+      if (node->unknown_fields().field_count() > 0) {
+        for (const std::string& name : ShardedTensorNames(*node)) {
+          const int32_t v = Resolve(s, name);
+          if (v >= 0) values_[v].pinned = true;
+        }
+      }
       if (node->op_type() == "Identity" && IsDefaultDomain(node->domain())) {
         const int32_t y = node->output_size() > 0 && !node->output(0).empty()
                               ? scopes_[s].defs.find(node->output(0))->second
@@ -550,6 +594,7 @@ class Optimizer {
     }
     if (X.annotated && Y.annotated) return Keep(c, KeepRule::kAnnotations);
     if (!Y.is_output) {
+      if (Y.pinned) return Keep(c, KeepRule::kShardingSpec);
       // Every reference to y becomes x's (current) name.
       if (Y.nested_output) return Keep(c, KeepRule::kNestedGraphOutput);
       // A nested graph defining either name could read differently afterwards (capture of the
@@ -561,6 +606,7 @@ class Optimizer {
       Y.parent = rx;
       Y.drop_value_info = true;
       X.annotated |= Y.annotated;
+      X.pinned |= Y.pinned;
       return Remove(c);
     }
     // y is an output: x's definition takes y's name.
@@ -569,6 +615,7 @@ class Optimizer {
     if (X.kind == DefKind::kInitializer) return Keep(c, KeepRule::kInitializer);
     if (X.is_output) return Keep(c, KeepRule::kAlreadyOutput);
     if (X.nested_output) return Keep(c, KeepRule::kNestedGraphOutput);
+    if (X.pinned) return Keep(c, KeepRule::kShardingSpec);
     if (DefinedBelow(c.scope, Y.name) || DefinedBelow(c.scope, X.name)) {
       return Keep(c, KeepRule::kNameCollision);
     }
@@ -587,6 +634,7 @@ class Optimizer {
     X.name = owned_names_.emplace_back(Y.name);
     X.is_output = true;
     X.annotated |= Y.annotated;
+    X.pinned |= Y.pinned;
     Y.parent = rx;
     return Remove(c);
   }
