@@ -1,0 +1,78 @@
+#!/usr/bin/python3
+"""`idem optimize` over every backend-test case under the given folders: each model.onnx is
+optimized in place in a copy of its case, then `idem test --skip-unsupported` must pass
+the copies just as it passes the originals. Also: a model with nothing removed comes back
+byte-identical, and a result onnx.checker accepts the original of, it accepts too (IR <= 8).
+Usage: optimize_conformance.py IDEM_EXE FOLDER..."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import onnx
+
+
+def cases(root):
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if "model.onnx" in filenames:
+            yield dirpath
+
+
+def checker_accepts(path):
+    try:
+        m = onnx.load(path)
+        if m.ir_version > 8:
+            return None
+        onnx.checker.check_model(m)
+        return True
+    except Exception:  # noqa: BLE001 - onnx 1.12 refuses newer models in many ways
+        return False
+
+
+def main():
+    idem_exe, roots = sys.argv[1], sys.argv[2:]
+    total = removed_models = identical = failures = 0
+    with tempfile.TemporaryDirectory() as out_root:
+        for root in roots:
+            for case in cases(root):
+                total += 1
+                dst = os.path.join(out_root, f"{total:05d}_{os.path.basename(case)}")
+                # The whole case (external data included), then the model optimized in place.
+                shutil.copytree(case, dst, symlinks=True)
+                src_model = os.path.join(case, "model.onnx")
+                out_model = os.path.join(dst, "model.onnx")
+                r = subprocess.run([idem_exe, "optimize", out_model, "--in-place"],
+                                   capture_output=True, text=True, timeout=60)
+                if r.returncode != 0:
+                    # Not a model protobuf can parse: the optimizer must say so, in one line.
+                    if not r.stderr.startswith("error:") or len(r.stderr.splitlines()) != 1:
+                        print(f"FAIL {case}: {r.stderr}")
+                        failures += 1
+                    continue
+                with open(src_model, "rb") as a, open(out_model, "rb") as b:
+                    same = a.read() == b.read()
+                if "removed 0 " in r.stdout:
+                    identical += same
+                    if not same:
+                        print(f"FAIL {case}: nothing removed but the bytes changed")
+                        failures += 1
+                else:
+                    removed_models += 1
+                    if checker_accepts(src_model) and checker_accepts(out_model) is False:
+                        print(f"FAIL {case}: onnx.checker refuses the result")
+                        failures += 1
+        r = subprocess.run([idem_exe, "test", "--skip-unsupported", "-q", out_root],
+                           capture_output=True, text=True, timeout=1200)
+        print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr)
+        if r.returncode != 0:
+            print(r.stdout)
+            failures += 1
+    print(f"{total} models: {removed_models} with Identity removed, {identical} byte-identical "
+          f"(nothing removable); {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
