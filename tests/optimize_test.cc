@@ -130,11 +130,11 @@ const KeptIdentity* FindKept(const OptimizeReport& r, const std::string& node) {
   return nullptr;
 }
 
-#define EXPECT_KEPT(report, node, expected_rule)                     \
-  do {                                                               \
-    const KeptIdentity* k_ = FindKept(report, node);                 \
-    ASSERT_NE(k_, nullptr) << "node " << node << " was not kept";    \
-    EXPECT_EQ(KeepRuleName(k_->rule), KeepRuleName(expected_rule));  \
+#define EXPECT_KEPT(report, node, expected_rule)                    \
+  do {                                                              \
+    const KeptIdentity* k_ = FindKept(report, node);                \
+    ASSERT_NE(k_, nullptr) << "node " << node << " was not kept";   \
+    EXPECT_EQ(KeepRuleName(k_->rule), KeepRuleName(expected_rule)); \
   } while (false)
 
 // ---- y is not a graph output ----
@@ -393,10 +393,9 @@ TEST(OptimizeTest, ThreeLevelsDeepLoopScanIf) {
   EXPECT_EQ(o.report.kept, 2u);
   EXPECT_KEPT(o.report, "loop_cond", KeepRule::kGraphInput);
   EXPECT_KEPT(o.report, "deep_outer", KeepRule::kOuterScope);
-  EXPECT_EQ(FindKept(o.report, "deep_outer")->graph,
-            "graph/loop.body/scan.body/if.else_branch");
-  const auto& b3 = o.model.graph().node(1).attribute(0).g().node(1).attribute(0).g()
-                       .node(0).attribute(0).g();
+  EXPECT_EQ(FindKept(o.report, "deep_outer")->graph, "graph/loop.body/scan.body/if.else_branch");
+  const auto& b3 =
+      o.model.graph().node(1).attribute(0).g().node(1).attribute(0).g().node(0).attribute(0).g();
   ASSERT_EQ(b3.node_size(), 1);
   EXPECT_EQ(Inputs(b3.node(0)), (Names{"s", "a", "i"}));
   EXPECT_EQ(Outputs(b3.node(0)), (Names{"t_out"}));
@@ -602,7 +601,11 @@ TEST(OptimizeTest, MetadataDocStringsTrainingInfoSparseAndUnknownFieldsSurvive) 
   g->set_doc_string("graph doc");
   g->mutable_input(0)->set_doc_string("input doc");
   g->mutable_output(0)->set_doc_string("output doc");
-  g->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+  g->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(0)
       ->set_denotation("DATA_BATCH");
   auto* sparse = g->add_sparse_initializer();
   sparse->mutable_values()->set_name("sp");
@@ -777,8 +780,8 @@ TEST(OptimizeTest, GeneratedInputsUseTwoForSymbolicDims) {
   ASSERT_TRUE(v.ok());
   auto shape = v->tensor().shape();
   EXPECT_EQ(std::vector<int64_t>(shape.begin(), shape.end()), (std::vector<int64_t>{3, 2}));
-  auto s = tools::GenerateValue(
-      Type::Sequence(Type::Tensor(ElementType::kString, std::nullopt)), 2);
+  auto s =
+      tools::GenerateValue(Type::Sequence(Type::Tensor(ElementType::kString, std::nullopt)), 2);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->sequence().size(), 2u);
 }

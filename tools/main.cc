@@ -196,16 +196,16 @@ idem::Status CheckOptimized(const std::string& in_path, std::span<const std::byt
   }
   auto b = idem::Session::CreateFromBytes(optimized, base_dir);
   if (!b.ok()) {
-    return idem::Status(idem::StatusCode::kInternal,
-                        fmt::format("check: the optimized model fails validation: {}",
-                                    b.status().message()));
+    return idem::Status(
+        idem::StatusCode::kInternal,
+        fmt::format("check: the optimized model fails validation: {}", b.status().message()));
   }
   std::vector<idem::Value> feeds;
   for (size_t i = 0; i < a->inputs().size(); ++i) {
     auto v = idem::tools::GenerateValue(a->inputs()[i].type, i + 1);
     if (!v.ok()) {
-      fmt::print("check: validated; outputs not compared: input '{}': {}\n",
-                 a->inputs()[i].name, v.status().message());
+      fmt::print("check: validated; outputs not compared: input '{}': {}\n", a->inputs()[i].name,
+                 v.status().message());
       return {};
     }
     feeds.push_back(std::move(v).value());
@@ -230,9 +230,8 @@ idem::Status CheckOptimized(const std::string& in_path, std::span<const std::byt
   }
   for (size_t k = 0; k < ra->size(); ++k) {
     if (auto diff = idem::DescribeDifference((*ra)[k], (*rb)[k])) {
-      return idem::Status(idem::StatusCode::kInternal,
-                          fmt::format("check: output '{}' differs: {}", a->outputs()[k].name,
-                                      *diff));
+      return idem::Status(idem::StatusCode::kInternal, fmt::format("check: output '{}' differs: {}",
+                                                                   a->outputs()[k].name, *diff));
     }
   }
   fmt::print("check: OK: {} outputs bit-identical on generated inputs\n", ra->size());

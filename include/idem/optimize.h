@@ -32,21 +32,21 @@ namespace idem {
 
 // Why an Identity node stays.
 enum class KeepRule {
-  kGraphInput,         // y is a graph output and x an input of the same graph
-  kInitializer,        // y is a graph output and x an initializer (dense or sparse)
-  kOuterScope,         // y is a graph output and x a value of an enclosing graph (pass-through)
-  kAlreadyOutput,      // y is a graph output and x already is one (or was taken by another)
-  kNameCollision,      // a nested graph defines the name that changes or the one replacing it
-  kTypeMismatch,       // y is a graph output and the declared types of x and y differ
-  kNestedGraphOutput,  // the renamed value is named directly as a nested graph's output
-  kAnnotations,        // both x and y carry quantization annotations
+  kGraphInput,          // y is a graph output and x an input of the same graph
+  kInitializer,         // y is a graph output and x an initializer (dense or sparse)
+  kOuterScope,          // y is a graph output and x a value of an enclosing graph (pass-through)
+  kAlreadyOutput,       // y is a graph output and x already is one (or was taken by another)
+  kNameCollision,       // a nested graph defines the name that changes or the one replacing it
+  kTypeMismatch,        // y is a graph output and the declared types of x and y differ
+  kNestedGraphOutput,   // the renamed value is named directly as a nested graph's output
+  kAnnotations,         // both x and y carry quantization annotations
   kShadowedByFunction,  // a model-local function named Identity replaces the operator
   kGraphAttributeByReference,  // function body takes graph attributes by reference (ref_attr_name)
-  kMalformed,          // not one input and one output, empty names, attributes, or y == x
-  kMultiplyDefined,    // x or y is defined more than once in its graph
-  kUndefinedInput,     // x is defined nowhere in scope
-  kUnsorted,           // x or y is used before its definition (not topologically sorted)
-  kShardingSpec,       // a sharding spec (NodeProto.device_configurations) names the renamed value
+  kMalformed,                  // not one input and one output, empty names, attributes, or y == x
+  kMultiplyDefined,            // x or y is defined more than once in its graph
+  kUndefinedInput,             // x is defined nowhere in scope
+  kUnsorted,                   // x or y is used before its definition (not topologically sorted)
+  kShardingSpec,  // a sharding spec (NodeProto.device_configurations) names the renamed value
 };
 
 // Short stable identifier, e.g. "graph-input", "outer-scope".
@@ -59,14 +59,14 @@ struct KeptIdentity {
   // "training_info[0].algorithm". A nested graph is "<parent>/<node>.<attribute>" (with "[k]"
   // for the k-th graph of a `graphs` attribute); a node without a name is "#<index>".
   std::string graph;
-  std::string node;  // the node's name ("" when it has none)
+  std::string node;       // the node's name ("" when it has none)
   size_t node_index = 0;  // position in its graph's node list (of the input model)
   KeepRule rule = KeepRule::kMalformed;
 };
 
 struct OptimizeReport {
-  size_t removed = 0;                // Identity nodes deleted
-  size_t kept = 0;                   // Identity nodes left in place (== kept_nodes.size())
+  size_t removed = 0;  // Identity nodes deleted
+  size_t kept = 0;     // Identity nodes left in place (== kept_nodes.size())
   std::vector<KeptIdentity> kept_nodes;
 };
 

@@ -41,21 +41,36 @@ namespace idem {
 
 std::string_view KeepRuleName(KeepRule rule) {
   switch (rule) {
-    case KeepRule::kGraphInput: return "graph-input";
-    case KeepRule::kInitializer: return "initializer";
-    case KeepRule::kOuterScope: return "outer-scope";
-    case KeepRule::kAlreadyOutput: return "already-output";
-    case KeepRule::kNameCollision: return "name-collision";
-    case KeepRule::kTypeMismatch: return "type-mismatch";
-    case KeepRule::kNestedGraphOutput: return "nested-graph-output";
-    case KeepRule::kAnnotations: return "annotations";
-    case KeepRule::kShadowedByFunction: return "shadowed-by-function";
-    case KeepRule::kGraphAttributeByReference: return "graph-attribute-by-reference";
-    case KeepRule::kMalformed: return "malformed";
-    case KeepRule::kMultiplyDefined: return "multiply-defined";
-    case KeepRule::kUndefinedInput: return "undefined-input";
-    case KeepRule::kUnsorted: return "unsorted";
-    case KeepRule::kShardingSpec: return "sharding-spec";
+    case KeepRule::kGraphInput:
+      return "graph-input";
+    case KeepRule::kInitializer:
+      return "initializer";
+    case KeepRule::kOuterScope:
+      return "outer-scope";
+    case KeepRule::kAlreadyOutput:
+      return "already-output";
+    case KeepRule::kNameCollision:
+      return "name-collision";
+    case KeepRule::kTypeMismatch:
+      return "type-mismatch";
+    case KeepRule::kNestedGraphOutput:
+      return "nested-graph-output";
+    case KeepRule::kAnnotations:
+      return "annotations";
+    case KeepRule::kShadowedByFunction:
+      return "shadowed-by-function";
+    case KeepRule::kGraphAttributeByReference:
+      return "graph-attribute-by-reference";
+    case KeepRule::kMalformed:
+      return "malformed";
+    case KeepRule::kMultiplyDefined:
+      return "multiply-defined";
+    case KeepRule::kUndefinedInput:
+      return "undefined-input";
+    case KeepRule::kUnsorted:
+      return "unsorted";
+    case KeepRule::kShardingSpec:
+      return "sharding-spec";
   }
   return "?";
 }
@@ -174,17 +189,17 @@ void ForEachLengthDelimited(const pb::UnknownFieldSet& set, int number, F&& f) {
 // The tensor names of a node's sharding specs.
 std::vector<std::string> ShardedTensorNames(const onnx::NodeProto& node) {
   std::vector<std::string> names;
-  ForEachLengthDelimited(node.unknown_fields(), kNodeDeviceConfigurationsField,
-                         [&](const std::string& config_bytes) {
-    pb::UnknownFieldSet config;
-    if (!config.ParseFromString(config_bytes)) return;
-    ForEachLengthDelimited(config, kShardingSpecField, [&](const std::string& spec_bytes) {
-      pb::UnknownFieldSet spec;
-      if (!spec.ParseFromString(spec_bytes)) return;
-      ForEachLengthDelimited(spec, kShardingTensorNameField,
-                             [&](const std::string& name) { names.push_back(name); });
-    });
-  });
+  ForEachLengthDelimited(
+      node.unknown_fields(), kNodeDeviceConfigurationsField, [&](const std::string& config_bytes) {
+        pb::UnknownFieldSet config;
+        if (!config.ParseFromString(config_bytes)) return;
+        ForEachLengthDelimited(config, kShardingSpecField, [&](const std::string& spec_bytes) {
+          pb::UnknownFieldSet spec;
+          if (!spec.ParseFromString(spec_bytes)) return;
+          ForEachLengthDelimited(spec, kShardingTensorNameField,
+                                 [&](const std::string& name) { names.push_back(name); });
+        });
+      });
   return names;
 }
 
@@ -251,8 +266,9 @@ class Optimizer {
     IDEM_RETURN_IF_ERROR(Walk());
     for (int32_t s = static_cast<int32_t>(scopes_.size()) - 1; s >= 0; --s) {
       const int32_t p = scopes_[s].parent;
-      if (p >= 0) scopes_[p].last_descendant = std::max(scopes_[p].last_descendant,
-                                                          scopes_[s].last_descendant);
+      if (p >= 0)
+        scopes_[p].last_descendant =
+            std::max(scopes_[p].last_descendant, scopes_[s].last_descendant);
     }
     for (auto& [name, defs] : nested_defs_) defs.Build();
     // Innermost scopes first (descending pre-order number: children follow their parent), nodes
@@ -279,8 +295,7 @@ class Optimizer {
     std::vector<Pending> stack;
     for (int i = model_.functions_size() - 1; i >= 0; --i) {
       onnx::FunctionProto* f = model_.mutable_functions(i);
-      stack.push_back({nullptr, f, -1, 0,
-                       fmt::format("function {}:{}", f->domain(), f->name())});
+      stack.push_back({nullptr, f, -1, 0, fmt::format("function {}:{}", f->domain(), f->name())});
     }
     if (model_.has_graph()) stack.push_back({model_.mutable_graph(), nullptr, -1, 0, "graph"});
     while (!stack.empty()) {
@@ -697,8 +712,8 @@ class Optimizer {
     }
     for (size_t s = 0; s < scopes_.size(); ++s) {
       if (!erase_nodes[s].empty()) EraseMarked(scopes_[s].nodes(), erase_nodes[s]);
-      if (!erase_infos[s].empty()) EraseMarked(scopes_[s].graph->mutable_value_info(),
-                                               erase_infos[s]);
+      if (!erase_infos[s].empty())
+        EraseMarked(scopes_[s].graph->mutable_value_info(), erase_infos[s]);
       // Recorded in increasing order: delete from the back so indices stay valid.
       for (auto it = erase_function_infos[s].rbegin(); it != erase_function_infos[s].rend(); ++it) {
         scopes_[s].function->mutable_unknown_fields()->DeleteSubrange(*it, 1);
@@ -743,10 +758,10 @@ Result<ProtoOptimizeResult> ParseAndOptimize(std::span<const std::byte> in, std:
     coded.SetRecursionLimit(3 * std::max(options.limits.max_graph_depth, 0) +
                             2 * std::max(options.limits.max_type_depth, 0) + 32);
     if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-      return Bad(fmt::format(
-          "not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, not a "
-          "ModelProto, or nested deeper than the limits allow)",
-          in.size()));
+      return Bad(
+          fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, not a "
+                      "ModelProto, or nested deeper than the limits allow)",
+                      in.size()));
     }
   }
   if (!model.has_graph()) return Bad("model has no graph");
@@ -825,7 +840,8 @@ Result<OptimizeReport> OptimizeModelBytes(std::span<const std::byte> in, std::st
 
 Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::string& out_path,
                                          const OptimizeOptions& options) {
-  struct stat in_st {}, out_st {};
+  struct stat in_st {
+  }, out_st{};
   if (stat(in_path.c_str(), &in_st) == 0 && stat(out_path.c_str(), &out_st) == 0 &&
       in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino && !options.in_place) {
     return Status(StatusCode::kInvalidArgument,
@@ -846,8 +862,8 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
                               in_path, tensor, location, DirectoryOf(in_path)));
   }
   if (options.verify) {
-    IDEM_RETURN_IF_ERROR(options.verify(std::as_bytes(std::span(bytes.value())),
-                                        std::as_bytes(std::span(out))));
+    IDEM_RETURN_IF_ERROR(
+        options.verify(std::as_bytes(std::span(bytes.value())), std::as_bytes(std::span(out))));
   }
   IDEM_RETURN_IF_ERROR(WriteAtomically(out_path, out));
   return std::move(result->report);
