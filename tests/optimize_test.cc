@@ -763,6 +763,39 @@ TEST(OptimizeTest, NothingRemovableComesBackByteIdentical) {
   EXPECT_NE(canonical.SerializeAsString(), in);  // the test would catch a re-serialization
 }
 
+TEST(OptimizeTest, NodesOverMaxNodesAcrossAllGraphsAreRefused) {
+  auto m = Base({"out"});
+  auto* host = Custom(m.mutable_graph(), "Host", {}, {"out"});
+  auto* sub = AddGraphAttribute(host, "body");
+  for (int i = 0; i < 10; ++i) Custom(sub, "Op", {}, {"s" + std::to_string(i)});
+  const std::string in = m.SerializeAsString();
+  OptimizeOptions options;
+  options.limits.max_nodes = 10;  // 11 nodes in two graphs
+  std::string out;
+  auto r = OptimizeModelBytes(AsBytes(in), &out, options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(r.status().message(), "max_nodes 10");
+  options.limits.max_nodes = 11;
+  EXPECT_TRUE(OptimizeModelBytes(AsBytes(in), &out, options).ok());
+}
+
+TEST(OptimizeTest, LongNamesAreClippedInReportPaths) {
+  const std::string long_name(100000, 'n');
+  auto m = Base({"out"});
+  onnx::GraphProto* g = m.mutable_graph();
+  for (int d = 0; d < 3; ++d) {
+    auto* n = Custom(g, "Host", {}, {d == 0 ? "out" : "o" + std::to_string(d)}, long_name);
+    g = AddGraphAttribute(n, long_name);
+  }
+  AddValueInfo(g->mutable_output(), "so", F());
+  AddNode(g, "Identity", {"x"}, {"so"}, "deep");
+  auto o = Optimize(m);
+  ASSERT_EQ(o.report.kept, 1u);
+  EXPECT_LT(o.report.kept_nodes[0].graph.size(), 500u);
+  EXPECT_EQ(o.report.kept_nodes[0].graph.substr(0, 6), "graph/");
+}
+
 TEST(OptimizeTest, ModelOverMaxModelBytesIsRefused) {
   const std::string in = testing::IdentityChain(F(), 21, 3).SerializeAsString();
   OptimizeOptions options;

@@ -57,7 +57,8 @@ std::string_view KeepRuleDescription(KeepRule rule);
 struct KeptIdentity {
   // Where the node is: "graph", "graph/if0.then_branch", "function custom:F",
   // "training_info[0].algorithm". A nested graph is "<parent>/<node>.<attribute>" (with "[k]"
-  // for the k-th graph of a `graphs` attribute); a node without a name is "#<index>".
+  // for the k-th graph of a `graphs` attribute); a node without a name is "#<index>". Names
+  // longer than 64 bytes are clipped ("...") in paths.
   std::string graph;
   std::string node;       // the node's name ("" when it has none)
   size_t node_index = 0;  // position in its graph's node list (of the input model)
@@ -71,7 +72,8 @@ struct OptimizeReport {
 };
 
 struct OptimizeOptions {
-  // max_model_bytes bounds the input; max_graph_depth bounds subgraph nesting (deeper: error).
+  // max_model_bytes bounds the input; max_graph_depth bounds subgraph nesting and max_nodes the
+  // nodes of all graphs together (beyond: kResourceExhausted).
   Limits limits;
   // OptimizeModelFile only: allows out_path to be the input file itself (same inode).
   bool in_place = false;

@@ -141,7 +141,7 @@ struct ScopeRec {
   int32_t depth = 0;
   int32_t host_node = -1;  // index of the node holding this graph in the parent scope
   int32_t last_descendant = 0;
-  std::string path;
+  std::string label;  // this scope's own path component (see KeptIdentity::graph)
   onnx::GraphProto* graph = nullptr;
   onnx::FunctionProto* function = nullptr;
   bool by_reference = false;  // (root) a function body using ref_attr_name graph attributes
@@ -237,9 +237,15 @@ struct Pending {
   onnx::FunctionProto* function;
   int32_t parent;
   int32_t depth;
-  std::string path;
+  std::string label;
   int32_t host_node = -1;
 };
+
+// Names in report paths are clipped so a path costs O(depth), not O(depth x name length).
+std::string Clip(std::string_view text, size_t max = 64) {
+  if (text.size() <= max) return std::string(text);
+  return std::string(text.substr(0, max)) + "...";
+}
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
 
@@ -295,7 +301,8 @@ class Optimizer {
     std::vector<Pending> stack;
     for (int i = model_.functions_size() - 1; i >= 0; --i) {
       onnx::FunctionProto* f = model_.mutable_functions(i);
-      stack.push_back({nullptr, f, -1, 0, fmt::format("function {}:{}", f->domain(), f->name())});
+      stack.push_back(
+          {nullptr, f, -1, 0, fmt::format("function {}:{}", Clip(f->domain()), Clip(f->name()))});
     }
     if (model_.has_graph()) stack.push_back({model_.mutable_graph(), nullptr, -1, 0, "graph"});
     while (!stack.empty()) {
@@ -303,8 +310,15 @@ class Optimizer {
       stack.pop_back();
       if (p.depth > options_.limits.max_graph_depth) {
         return Status(StatusCode::kResourceExhausted,
-                      fmt::format("{}: subgraphs nested deeper than max_graph_depth {}", p.path,
-                                  options_.limits.max_graph_depth));
+                      fmt::format("{}/{}: subgraphs nested deeper than max_graph_depth {}",
+                                  PathOf(p.parent), p.label, options_.limits.max_graph_depth));
+      }
+      const NodeList& nodes = p.graph ? p.graph->node() : p.function->node();
+      total_nodes_ += static_cast<uint64_t>(nodes.size());
+      if (total_nodes_ > options_.limits.max_nodes || scopes_.size() >= options_.limits.max_nodes) {
+        return Status(StatusCode::kResourceExhausted,
+                      fmt::format("{} nodes in {} graphs exceed max_nodes {}", total_nodes_,
+                                  scopes_.size() + 1, options_.limits.max_nodes));
       }
       const int32_t s = static_cast<int32_t>(scopes_.size());
       ScopeRec& scope = scopes_.emplace_back();
@@ -313,7 +327,7 @@ class Optimizer {
       scope.depth = p.depth;
       scope.host_node = p.host_node;
       scope.last_descendant = s;
-      scope.path = std::move(p.path);
+      scope.label = std::move(p.label);
       scope.graph = p.graph;
       scope.function = p.function;
       std::vector<Pending> children;
@@ -479,7 +493,7 @@ class Optimizer {
         }
         const std::string prefix =
             attr->has_g() || attr->graphs_size() > 0
-                ? fmt::format("{}/{}.{}", scopes_[s].path, NodeLabel(*node, n), attr->name())
+                ? fmt::format("{}.{}", Clip(NodeLabel(*node, n)), Clip(attr->name()))
                 : std::string();
         if (attr->has_g()) {
           children->push_back({attr->mutable_g(), nullptr, s, scopes_[s].depth + 1, prefix, n});
@@ -537,6 +551,21 @@ class Optimizer {
     }
   }
 
+  // "graph/if0.then_branch/...": labels from the root down (at most max_graph_depth + 1).
+  std::string PathOf(int32_t s) const {
+    std::vector<const std::string*> labels;
+    for (int32_t t = s; t >= 0; t = scopes_[t].parent) {
+      labels.push_back(&scopes_[t].label);
+      if (scopes_[t].host_node == INT32_MAX) break;  // training_info[i].*: named from the model
+    }
+    std::string path;
+    for (auto it = labels.rbegin(); it != labels.rend(); ++it) {
+      if (!path.empty()) path += '/';
+      path += **it;
+    }
+    return path;
+  }
+
   // ---- decisions ----
 
   int32_t Find(int32_t v) {
@@ -577,8 +606,8 @@ class Optimizer {
 
   void Keep(const Candidate& c, KeepRule rule) {
     const onnx::NodeProto& node = scopes_[c.scope].nodes()->Get(c.node);
-    kept_.push_back({{c.scope, c.node},
-                     {scopes_[c.scope].path, node.name(), static_cast<size_t>(c.node), rule}});
+    kept_.push_back(
+        {{c.scope, c.node}, {PathOf(c.scope), node.name(), static_cast<size_t>(c.node), rule}});
   }
 
   void Remove(const Candidate& c) {
@@ -724,6 +753,7 @@ class Optimizer {
   onnx::ModelProto& model_;
   const OptimizeOptions& options_;
   bool shadowed_ = false;
+  uint64_t total_nodes_ = 0;
   std::vector<ScopeRec> scopes_;
   std::vector<ValueRec> values_;
   std::vector<Occurrence> occurrences_;
