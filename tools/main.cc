@@ -185,16 +185,17 @@ int Info(const std::string& model_arg, const idem::SessionOptions& options) {
 
 // `idem optimize --check`: the result must load wherever the input loads, and give bit-identical
 // outputs on generated inputs. Prints what it could check; an error aborts the write.
-idem::Status CheckOptimized(const std::string& in_path, std::span<const std::byte> original,
+idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptions& options,
+                            std::span<const std::byte> original,
                             std::span<const std::byte> optimized) {
   const std::string base_dir = idem::DirectoryOf(in_path);
-  auto a = idem::Session::CreateFromBytes(original, base_dir);
+  auto a = idem::Session::CreateFromBytes(original, base_dir, options);
   if (!a.ok()) {
     fmt::print("check: outputs not compared: idem cannot run {}: {}\n", in_path,
                a.status().message());
     return {};
   }
-  auto b = idem::Session::CreateFromBytes(optimized, base_dir);
+  auto b = idem::Session::CreateFromBytes(optimized, base_dir, options);
   if (!b.ok()) {
     return idem::Status(
         idem::StatusCode::kInternal,
@@ -238,7 +239,8 @@ idem::Status CheckOptimized(const std::string& in_path, std::span<const std::byt
   return {};
 }
 
-int Optimize(const std::string& in, std::string out, bool check, bool explain, bool in_place) {
+int Optimize(const std::string& in, std::string out, bool check, bool explain, bool in_place,
+             const idem::SessionOptions& session_options) {
   if (out.empty()) {
     if (!in_place) return Fail("optimize: give -o OUT (or --in-place to replace IN)");
     out = in;
@@ -247,7 +249,7 @@ int Optimize(const std::string& in, std::string out, bool check, bool explain, b
   options.in_place = in_place;
   if (check) {
     options.verify = [&](std::span<const std::byte> original, std::span<const std::byte> result) {
-      return CheckOptimized(in, original, result);
+      return CheckOptimized(in, session_options, original, result);
     };
   }
   auto report = idem::OptimizeModelFile(in, out, options);
@@ -295,18 +297,6 @@ int main(int argc, char** argv) {
   CLI::App* info = app.add_subcommand("info", "Show IR, opsets, inputs, outputs and nodes");
   info->add_option("MODEL", model, "model.onnx")->required();
 
-  // External data: how it is loaded, and whether hard-linked files are accepted.
-  std::string external_data = "map";
-  bool allow_hard_links = false;
-  for (CLI::App* sub : {run, test, check, info}) {
-    sub->add_option("--external-data", external_data,
-                    "map (default: fast; the files must stay unchanged while idem runs) or copy "
-                    "(read at load; later changes to the files cannot affect results)")
-        ->check(CLI::IsMember({"map", "copy"}));
-    sub->add_flag("--allow-hard-links", allow_hard_links,
-                  "accept external-data files with more than one hard link");
-  }
-
   std::string optimize_out;
   bool optimize_check = false, optimize_explain = false, optimize_in_place = false;
   CLI::App* optimize =
@@ -317,6 +307,18 @@ int main(int argc, char** argv) {
                      "validate the result and, when idem runs both, compare outputs bit for bit");
   optimize->add_flag("--explain", optimize_explain, "list each kept Identity with its rule");
   optimize->add_flag("--in-place", optimize_in_place, "allow OUT to be IN (or omit -o)");
+
+  // External data: how it is loaded, and whether hard-linked files are accepted.
+  std::string external_data = "map";
+  bool allow_hard_links = false;
+  for (CLI::App* sub : {run, test, check, info, optimize}) {
+    sub->add_option("--external-data", external_data,
+                    "map (default: fast; the files must stay unchanged while idem runs) or copy "
+                    "(read at load; later changes to the files cannot affect results)")
+        ->check(CLI::IsMember({"map", "copy"}));
+    sub->add_flag("--allow-hard-links", allow_hard_links,
+                  "accept external-data files with more than one hard link");
+  }
 
   try {
     app.parse(argc, argv);
@@ -338,7 +340,8 @@ int main(int argc, char** argv) {
   if (*check) return Check(model, options);
   if (*info) return Info(model, options);
   if (*optimize) {
-    return Optimize(model, optimize_out, optimize_check, optimize_explain, optimize_in_place);
+    return Optimize(model, optimize_out, optimize_check, optimize_explain, optimize_in_place,
+                    options);
   }
   return 2;
 }
