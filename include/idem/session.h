@@ -59,8 +59,13 @@ class alignas(64) Session {
   Result<std::vector<Value>> Run(std::initializer_list<Value> feeds) const {
     return Run(std::span<const Value>(feeds.begin(), feeds.size()));
   }
+  // As Run, with per-call options: a cancellation flag and a deadline, checked by every Loop and
+  // Scan iteration (the run then fails with kCancelled or kDeadlineExceeded).
+  Result<std::vector<Value>> Run(std::span<const Value> feeds, const RunOptions& options) const;
   // Runs with feeds by name (inputs() names, plus overridable_inputs() names).
   Result<std::vector<Value>> RunNamed(std::span<const NamedValue> feeds) const;
+  Result<std::vector<Value>> RunNamed(std::span<const NamedValue> feeds,
+                                      const RunOptions& options) const;
 
   // Runs and copies each output's bytes into caller memory (the one place idem copies Identity's
   // data). Every output must be a non-string tensor and fit its OutputBuffer; shapes are returned.

@@ -60,6 +60,11 @@ class Value {
 
   // True when both handles refer to the same stored value (used to prove zero-copy).
   bool SharesStorageWith(const Value& other) const { return node_ == other.node_; }
+  // For kernels: inserts `tensor` at `index` (<= size) of this sequence without copying it, but
+  // only when this handle is the sole reference to the sequence, so nothing else can observe the
+  // change (Values stay immutable to every holder). Returns false (and changes nothing) when the
+  // sequence is shared, not a sequence, or the element type differs.
+  bool InsertIntoUnsharedSequence(size_t index, Value tensor);
 
  private:
   struct Node;
@@ -98,11 +103,14 @@ class Sequence {
   size_t size() const { return tensors_.size(); }
   const Value& at(size_t index) const { return tensors_[index]; }
   std::span<const Value> values() const { return tensors_; }
+  // Sum of the elements' byte sizes (for run-time budgets), kept up to date in O(1) per insert.
+  uint64_t total_bytes() const { return total_bytes_; }
 
  private:
   friend class Value;
   ElementType element_type_ = ElementType::kUndefined;
   std::vector<Value> tensors_;
+  uint64_t total_bytes_ = 0;
 };
 
 class Optional {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,8 +17,12 @@
 
 namespace idem {
 
+struct GraphDef;
+
 struct Attribute {
-  enum class Kind { kInt, kFloat, kString, kInts, kFloats, kStrings, kType, kTensor, kOther };
+  enum class Kind {
+    kInt, kFloat, kString, kInts, kFloats, kStrings, kType, kTensor, kGraph, kGraphs, kOther
+  };
   std::string name;
   Kind kind = Kind::kOther;
   int64_t i = 0;
@@ -28,6 +33,11 @@ struct Attribute {
   std::vector<std::string> strings;
   Type type;          // kType (e.g. Optional's `type`)
   Value tensor;       // kTensor
+  // kGraph / kGraphs: subgraphs (If branches, Loop/Scan bodies). Shared and immutable, so an
+  // Attribute stays cheap to copy; the GraphDef recursion is bounded by Limits::max_graph_depth
+  // when the loader builds it.
+  std::shared_ptr<const GraphDef> graph;
+  std::vector<std::shared_ptr<const GraphDef>> graphs;
   std::string other;  // kOther: the ONNX attribute type name ("GRAPH", "SPARSE_TENSOR", ...)
 };
 
@@ -51,10 +61,16 @@ struct NodeDef {
 
 struct GraphDef {
   std::string source;  // file name or "<bytes>", prefixed to errors
+  // For subgraphs: the graph's name (for messages); ir_version/opsets are the model's.
+  std::string name;
   int64_t ir_version = 0;
   std::map<std::string, int64_t> opsets;  // domain -> version; default domain is ""
   std::vector<ValueInfo> inputs;          // all graph inputs, including initializer-backed ones
   std::vector<ValueInfo> outputs;
+  // Subgraphs only: which inputs/outputs carry a declared type (real exporters leave branch
+  // outputs untyped; the planner infers them). Empty means every one is typed.
+  std::vector<bool> input_typed;
+  std::vector<bool> output_typed;
   std::vector<ValueInfo> value_infos;
   std::vector<NamedValue> initializers;
   std::vector<NodeDef> nodes;

@@ -36,6 +36,12 @@ Result<int64_t> CheckedElementCount(std::span<const int64_t> shape) {
   return has_zero ? 0 : nonzero_product;
 }
 
+// A tensor's bytes as run-time budgets count them (see ValueBytes in src/kernels/kernel.h).
+uint64_t TensorBytesForBudget(const Tensor& t) {
+  if (t.element_type() != ElementType::kString) return t.data().size();
+  return static_cast<uint64_t>(t.element_count()) * (sizeof(std::string) + 16);
+}
+
 }  // namespace
 
 std::span<const std::string> Tensor::strings() const {
@@ -103,7 +109,20 @@ Result<Value> Value::MakeSequence(ElementType element_type, std::vector<Value> t
   Sequence& s = node->payload.emplace<Sequence>();
   s.element_type_ = element_type;
   s.tensors_ = std::move(tensors);
+  for (const Value& v : s.tensors_) s.total_bytes_ += TensorBytesForBudget(v.tensor());
   return Value(std::move(node));
+}
+
+bool Value::InsertIntoUnsharedSequence(size_t index, Value tensor) {
+  // use_count() == 1: no other handle (in any thread) refers to the node, so mutating it is
+  // invisible to everyone but this handle's owner.
+  if (!node_ || node_.use_count() != 1 || kind() != ValueKind::kSequence) return false;
+  if (tensor.is_null() || !tensor.is_tensor()) return false;
+  auto& s = std::get<Sequence>(const_cast<Node&>(*node_).payload);
+  if (tensor.tensor().element_type() != s.element_type_ || index > s.tensors_.size()) return false;
+  s.total_bytes_ += TensorBytesForBudget(tensor.tensor());
+  s.tensors_.insert(s.tensors_.begin() + static_cast<std::ptrdiff_t>(index), std::move(tensor));
+  return true;
 }
 
 namespace {

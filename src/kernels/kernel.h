@@ -7,6 +7,8 @@
 #ifndef IDEM_SRC_KERNELS_KERNEL_H_
 #define IDEM_SRC_KERNELS_KERNEL_H_
 
+#include <algorithm>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,13 +26,71 @@
 
 namespace idem {
 
+// Bytes a value holds for run-time budget accounting: a tensor's buffer (strings: their bytes plus
+// a per-string overhead), a sequence's cached total, an optional's element. Shared buffers are
+// counted for each value holding them (conservative). O(1) except for string tensors.
+uint64_t ValueBytes(const Value& value);
+
+// What a kernel sees of the run it belongs to: run options (cancellation, deadline), the run-time
+// budget, and the subgraphs of control-flow nodes. One per Run (subgraph runs share it); used by
+// one thread at a time.
+class RunContext {
+ public:
+  RunContext(const Limits& limits, const RunOptions* options) : limits_(limits), options_(options) {}
+  virtual ~RunContext() = default;
+
+  // Runs subgraph `handle` (from SubgraphInfo) with `feeds`: its formal inputs followed by its
+  // captured outer values. Feeds are moved from (so a value the caller owns alone stays unshared
+  // and can be extended in place). Returns the subgraph's outputs.
+  virtual Result<std::vector<Value>> RunSubgraph(int32_t handle, std::span<Value> feeds) = 0;
+
+  // kCancelled / kDeadlineExceeded when the run must stop. Control flow calls it per iteration.
+  Status CheckInterrupt() const {
+    if (options_ == nullptr) return {};
+    if (options_->cancel != nullptr && options_->cancel->load(std::memory_order_relaxed)) {
+      return Status(StatusCode::kCancelled, "the run was cancelled (RunOptions::cancel)");
+    }
+    if (options_->deadline && std::chrono::steady_clock::now() >= *options_->deadline) {
+      return Status(StatusCode::kDeadlineExceeded, "the run passed its deadline (RunOptions::deadline)");
+    }
+    return {};
+  }
+  // Checks a tensor of `bytes` a kernel is about to allocate against max_tensor_bytes and the
+  // run's remaining budget (max_run_bytes minus live bytes). Call before allocating.
+  Status CheckAllocation(uint64_t bytes) const;
+  // Live-byte accounting (the executor charges node outputs; kernels holding values across
+  // subgraph runs, like Loop's carried and scan values, charge them too).
+  Status Charge(uint64_t bytes);
+  void Release(uint64_t bytes) { live_bytes_ -= std::min(bytes, live_bytes_); }
+  uint64_t live_bytes() const { return live_bytes_; }
+  uint64_t peak_bytes() const { return peak_bytes_; }
+  const Limits& limits() const { return limits_; }
+
+ private:
+  const Limits& limits_;
+  const RunOptions* options_;
+  uint64_t live_bytes_ = 0;
+  uint64_t peak_bytes_ = 0;
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
   // `inputs` has one entry per node input; nullptr for an omitted optional input. `outputs` has
   // one (null) slot per node output for the kernel to fill. Errors carry no node context (the
-  // runtime adds it).
-  virtual Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const = 0;
+  // runtime adds it). Kernels that need the run (subgraphs, budget checks) override RunWith.
+  virtual Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const {
+    (void)inputs;
+    (void)outputs;
+    return Status(StatusCode::kInternal, "this kernel needs a run context");
+  }
+  // What the executor calls. Control-flow nodes get their captured outer values after their
+  // formal inputs in `inputs`.
+  virtual Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
+                         std::span<Value> outputs) const {
+    (void)ctx;
+    return Run(inputs, outputs);
+  }
 };
 
 struct FormalParameter {
@@ -46,18 +106,44 @@ struct TypeConstraint {
   bool Allows(const Type& type) const;
 };
 
+// What planning a subgraph tells its owner.
+struct SubgraphInfo {
+  int32_t handle = -1;              // for RunContext::RunSubgraph
+  std::vector<Type> output_types;   // inferred (declared where the subgraph declares them)
+  std::vector<Type> input_types;    // the formal inputs' types as planned
+  uint32_t capture_offset = 0;      // where this subgraph's captured values start in the inputs
+  uint32_t capture_count = 0;       // of the owning node at run time
+};
+
+// Plans the subgraphs of the node being planned (implemented by the runtime). Each graph is
+// planned once per node; a second call for the same graph returns the first result.
+class SubgraphPlanner {
+ public:
+  virtual ~SubgraphPlanner() = default;
+  // `input_types`: one per formal input of `graph`; where the graph declares a type it must be
+  // compatible and is used, an untyped input takes the given type.
+  virtual Result<SubgraphInfo> PlanSubgraph(const GraphDef& graph,
+                                            std::span<const Type> input_types) = 0;
+};
+
 // What the planner knows about a node when it infers types and creates the kernel.
 struct NodeContext {
   const NodeDef& node;
   int version;                          // the resolved since-version
   std::span<const Type* const> inputs;  // nullptr for omitted optional inputs
   Limits limits;                        // the session's; kernels bound what they build by it
+  SubgraphPlanner* subgraphs = nullptr; // null outside a session's planner (kernel tests)
 };
 
 struct KernelSchema {
   std::string domain;  // "" is the default ONNX domain
   std::string op_type;
   int since_version = 1;
+  // Last opset this version covers: the next version's since_version minus one, filled in by
+  // KernelRegistry::Register (kMaxOpset for the newest). Resolution picks the schema whose
+  // [since_version, end_version] contains the model's opset.
+  int end_version = kMaxOpset;
+  static constexpr int kMaxOpset = 1 << 30;
   std::vector<FormalParameter> inputs;
   std::vector<FormalParameter> outputs;
   std::vector<TypeConstraint> constraints;
@@ -65,6 +151,13 @@ struct KernelSchema {
   // True when the kernel's single output is always its first input's Value itself (Identity).
   // The runtime may then hand the kernel its output slot as the input (a self-assignment).
   bool output_is_input = false;
+  // True when the kernel may extend its first input in place if it receives it as its own output
+  // slot (inputs[0] == &outputs[0]): the runtime then hands over a value no one else reads
+  // (SequenceInsert appending to a sequence the run owns alone).
+  bool reuses_input0 = false;
+  // True when the values of a variadic input (or output) may each have their own type (Loop's
+  // carried values, If's outputs): the type parameter is not bound across positions.
+  bool heterogeneous_variadic = false;
   // Output types from input types and attributes; also checks rules the constraints cannot
   // express (same element type across inputs, attribute ranges). Types may carry shapes.
   std::function<Result<std::vector<Type>>(const NodeContext&)> infer;
@@ -81,7 +174,8 @@ class KernelRegistry {
 
   void Register(KernelSchema schema);
 
-  // The newest version of (domain, op_type) whose since_version <= opset, or nullptr.
+  // The version of (domain, op_type) whose [since_version, end_version] contains opset, or
+  // nullptr.
   const KernelSchema* Resolve(const std::string& domain, const std::string& op_type,
                               int64_t opset) const;
   // Every registered version, oldest first (empty if the operator is unknown).
@@ -109,7 +203,14 @@ Result<int64_t> GetIntAttribute(const NodeDef& node, const std::string& name,
 // Reads a scalar (or single-element) int32/int64 tensor, e.g. a position input.
 Result<int64_t> ReadScalarIndex(const Value& value, const std::string& input_name);
 
+// A tensor of `count` elements of `type`: allocation size with overflow checks against limits.
+Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits);
+
 void RegisterIdentityKernels(KernelRegistry& registry);
+void RegisterControlFlowKernels(KernelRegistry& registry);
+void RegisterConstantKernels(KernelRegistry& registry);
+void RegisterElementwiseKernels(KernelRegistry& registry);
+void RegisterShapeKernels(KernelRegistry& registry);
 void RegisterSequenceKernels(KernelRegistry& registry);
 void RegisterOptionalKernels(KernelRegistry& registry);
 

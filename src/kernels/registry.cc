@@ -24,6 +24,10 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterIdentityKernels(*r);
     RegisterSequenceKernels(*r);
     RegisterOptionalKernels(*r);
+    RegisterControlFlowKernels(*r);
+    RegisterConstantKernels(*r);
+    RegisterElementwiseKernels(*r);
+    RegisterShapeKernels(*r);
     return r;
   }();
   return *registry;
@@ -33,17 +37,23 @@ void KernelRegistry::Register(KernelSchema schema) {
   auto& versions = schemas_[{schema.domain, schema.op_type}];
   const int since = schema.since_version;
   versions[since] = std::make_unique<KernelSchema>(std::move(schema));
+  // Each version ends where the next begins.
+  KernelSchema* previous = nullptr;
+  for (auto& [v, sch] : versions) {
+    if (previous != nullptr) previous->end_version = v - 1;
+    sch->end_version = KernelSchema::kMaxOpset;
+    previous = sch.get();
+  }
 }
 
 const KernelSchema* KernelRegistry::Resolve(const std::string& domain, const std::string& op_type,
                                             int64_t opset) const {
   auto it = schemas_.find({domain, op_type});
   if (it == schemas_.end()) return nullptr;
-  const KernelSchema* best = nullptr;
   for (const auto& [since, schema] : it->second) {
-    if (since <= opset) best = schema.get();
+    if (since <= opset && opset <= schema->end_version) return schema.get();
   }
-  return best;
+  return nullptr;
 }
 
 std::vector<const KernelSchema*> KernelRegistry::Versions(const std::string& domain,
@@ -119,6 +129,68 @@ Result<int64_t> ReadScalarIndex(const Value& value, const std::string& input_nam
   if (t.element_type() == ElementType::kInt64) return t.data_as<int64_t>()[0];
   return Status(StatusCode::kInvalidArgument,
                 fmt::format("input '{}' must be int32 or int64", input_name));
+}
+
+}  // namespace idem
+
+namespace idem {
+
+uint64_t ValueBytes(const Value& value) {
+  switch (value.kind()) {
+    case ValueKind::kTensor: {
+      const Tensor& t = value.tensor();
+      if (t.element_type() != ElementType::kString) return t.data().size();
+      // Strings: an estimate without walking them (sizeof plus a typical short payload).
+      return static_cast<uint64_t>(t.element_count()) * (sizeof(std::string) + 16);
+    }
+    case ValueKind::kSequence:
+      return value.sequence().total_bytes();
+    case ValueKind::kOptional:
+      return value.optional().has_value() ? ValueBytes(value.optional().value()) : 0;
+  }
+  return 0;
+}
+
+Status RunContext::CheckAllocation(uint64_t bytes) const {
+  if (bytes > limits_.max_tensor_bytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("a tensor of {} bytes exceeds max_tensor_bytes {}", bytes,
+                              limits_.max_tensor_bytes));
+  }
+  if (bytes > limits_.max_run_bytes || live_bytes_ > limits_.max_run_bytes - bytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("allocating {} bytes with {} bytes live exceeds max_run_bytes {}",
+                              bytes, live_bytes_, limits_.max_run_bytes));
+  }
+  return {};
+}
+
+Status RunContext::Charge(uint64_t bytes) {
+  live_bytes_ += bytes;
+  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
+  if (live_bytes_ > limits_.max_run_bytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("the run holds {} bytes of live values, over max_run_bytes {}",
+                              live_bytes_, limits_.max_run_bytes));
+  }
+  return {};
+}
+
+Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits) {
+  if (count > limits.max_elements) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("a tensor of {} elements exceeds max_elements {}", count,
+                              limits.max_elements));
+  }
+  const uint64_t bits = static_cast<uint64_t>(ElementBits(type));
+  const uint64_t bytes = type == ElementType::kString ? count * (sizeof(std::string) + 16)
+                                                      : (count * bits + 7) / 8;
+  if (bytes > limits.max_tensor_bytes) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("a tensor of {} bytes exceeds max_tensor_bytes {}", bytes,
+                              limits.max_tensor_bytes));
+  }
+  return bytes;
 }
 
 }  // namespace idem

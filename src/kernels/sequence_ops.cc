@@ -231,8 +231,14 @@ KernelSchema SequenceAtSchema() {
 
 class SequenceInsertKernel final : public Kernel {
  public:
-  Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
+  Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
+                 std::span<Value> outputs) const override {
     const Sequence& sequence = inputs[0]->sequence();
+    if (sequence.size() >= ctx.limits().max_sequence_length) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("the sequence would exceed max_sequence_length {}",
+                                ctx.limits().max_sequence_length));
+    }
     const Value& tensor = *inputs[1];
     if (tensor.tensor().element_type() != sequence.element_type()) {
       return Status(StatusCode::kRuntimeError,
@@ -245,6 +251,12 @@ class SequenceInsertKernel final : public Kernel {
     if (inputs.size() > 2 && inputs[2] != nullptr) {
       IDEM_ASSIGN_OR_RETURN(int64_t position, ReadScalarIndex(*inputs[2], "position"));
       IDEM_ASSIGN_OR_RETURN(index, NormalizePosition(position, sequence.size(), true));
+    }
+    // The runtime handed over a sequence no one else reads (inputs[0] is our output slot): extend
+    // it in place when this handle is its only reference, so a Loop appending N tensors is
+    // linear in N.
+    if (inputs[0] == &outputs[0] && outputs[0].InsertIntoUnsharedSequence(index, tensor)) {
+      return {};
     }
     std::vector<Value> tensors;
     tensors.reserve(sequence.size() + 1);
@@ -268,6 +280,7 @@ KernelSchema SequenceInsertSchema() {
               {"position", "I", FormalParameter::Arity::kOptional}};
   s.outputs = {{"output_sequence", "S"}};
   s.constraints = {TensorConstraint("T"), SequenceConstraint("S"), IndexConstraint("I")};
+  s.reuses_input0 = true;
   s.infer = [](const NodeContext& ctx) -> Result<std::vector<Type>> {
     const ElementType sequence_element = SequenceElementType(*ctx.inputs[0]);
     const ElementType tensor_element = ctx.inputs[1]->element_type();

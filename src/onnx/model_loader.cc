@@ -29,7 +29,37 @@ Result<ValueInfo> ConvertValueInfo(const onnx::ValueInfoProto& p, const Limits& 
   return ValueInfo{p.name(), std::move(type).value()};
 }
 
-Result<Attribute> ConvertAttribute(onnx::AttributeProto& p, const LoadContext& context) {
+// Counts shared by a graph and all its subgraphs while one model loads: max_nodes and max_values
+// bound the whole model, not each graph.
+struct GraphLoadState {
+  uint64_t nodes = 0;
+  uint64_t values = 0;
+};
+
+Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
+                    GraphLoadState& state, GraphDef& graph);
+
+// A GRAPH attribute's body. `depth` is the nesting of the graph holding the attribute (0 for the
+// main graph); recursion is bounded by Limits::max_graph_depth.
+Result<std::shared_ptr<const GraphDef>> ConvertSubgraph(onnx::GraphProto& g,
+                                                        const LoadContext& context, int depth,
+                                                        GraphLoadState& state) {
+  if (depth + 1 > context.limits.max_graph_depth) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("subgraphs nest deeper than max_graph_depth {}",
+                              context.limits.max_graph_depth));
+  }
+  auto sub = std::make_shared<GraphDef>();
+  sub->name = g.name();
+  Status status = ConvertGraph(g, context, depth + 1, state, *sub);
+  if (!status.ok()) {
+    return std::move(status).WithContext(fmt::format("subgraph '{}'", g.name()));
+  }
+  return std::shared_ptr<const GraphDef>(std::move(sub));
+}
+
+Result<Attribute> ConvertAttribute(onnx::AttributeProto& p, const LoadContext& context, int depth,
+                                   GraphLoadState& state) {
   Attribute a;
   a.name = p.name();
   switch (p.type()) {
@@ -65,6 +95,19 @@ Result<Attribute> ConvertAttribute(onnx::AttributeProto& p, const LoadContext& c
     case onnx::AttributeProto::TENSOR: {
       a.kind = Attribute::Kind::kTensor;
       IDEM_ASSIGN_OR_RETURN(a.tensor, TensorFromProto(*p.mutable_t(), context));
+      break;
+    }
+    case onnx::AttributeProto::GRAPH: {
+      a.kind = Attribute::Kind::kGraph;
+      IDEM_ASSIGN_OR_RETURN(a.graph, ConvertSubgraph(*p.mutable_g(), context, depth, state));
+      break;
+    }
+    case onnx::AttributeProto::GRAPHS: {
+      a.kind = Attribute::Kind::kGraphs;
+      for (auto& g : *p.mutable_graphs()) {
+        IDEM_ASSIGN_OR_RETURN(auto sub, ConvertSubgraph(g, context, depth, state));
+        a.graphs.push_back(std::move(sub));
+      }
       break;
     }
     default:
@@ -149,29 +192,56 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
     }
   }
   if (!model.has_graph()) return Bad("model has no graph");
-  onnx::GraphProto& g = *model.mutable_graph();
-  if (static_cast<uint64_t>(g.node_size()) > limits.max_nodes) {
+  const LoadContext context{base_dir, limits, external};
+  GraphLoadState state;
+  IDEM_RETURN_IF_ERROR(ConvertGraph(*model.mutable_graph(), context, 0, state, graph));
+  return graph;
+}
+
+namespace {
+
+Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
+                    GraphLoadState& state, GraphDef& graph) {
+  const Limits& limits = context.limits;
+  const bool subgraph = depth > 0;
+  state.nodes += static_cast<uint64_t>(g.node_size());
+  if (state.nodes > limits.max_nodes) {
     return Status(StatusCode::kResourceExhausted,
-                  fmt::format("{} nodes exceed max_nodes {}", g.node_size(), limits.max_nodes));
+                  fmt::format("{} nodes exceed max_nodes {}", state.nodes, limits.max_nodes));
   }
-  const uint64_t value_count = static_cast<uint64_t>(g.input_size()) + g.output_size() +
-                               g.value_info_size() + g.initializer_size();
-  if (value_count > limits.max_values) {
+  state.values += static_cast<uint64_t>(g.input_size()) + g.output_size() +
+                  g.value_info_size() + g.initializer_size();
+  if (state.values > limits.max_values) {
     return Status(StatusCode::kResourceExhausted,
-                  fmt::format("{} values exceed max_values {}", value_count, limits.max_values));
+                  fmt::format("{} values exceed max_values {}", state.values, limits.max_values));
   }
   if (g.sparse_initializer_size() > 0) {
     return Status(StatusCode::kUnsupported, "sparse initializers are not supported");
   }
-  const LoadContext context{base_dir, limits, external};
+  // Subgraph inputs and outputs may be untyped (exporters leave If branch outputs untyped; the
+  // planner infers them from the owning node).
   for (const auto& p : g.input()) {
+    if (subgraph && !p.has_type()) {
+      graph.inputs.push_back({p.name(), Type()});
+      graph.input_typed.resize(graph.inputs.size(), true);
+      graph.input_typed.back() = false;
+      continue;
+    }
     IDEM_ASSIGN_OR_RETURN(ValueInfo info, ConvertValueInfo(p, limits, "graph input"));
     graph.inputs.push_back(std::move(info));
   }
+  if (subgraph) graph.input_typed.resize(graph.inputs.size(), true);
   for (const auto& p : g.output()) {
+    if (subgraph && !p.has_type()) {
+      graph.outputs.push_back({p.name(), Type()});
+      graph.output_typed.resize(graph.outputs.size(), true);
+      graph.output_typed.back() = false;
+      continue;
+    }
     IDEM_ASSIGN_OR_RETURN(ValueInfo info, ConvertValueInfo(p, limits, "graph output"));
     graph.outputs.push_back(std::move(info));
   }
+  if (subgraph) graph.output_typed.resize(graph.outputs.size(), true);
   for (const auto& p : g.value_info()) {
     // value_info is advisory; an untyped entry says nothing.
     if (!p.has_type()) continue;
@@ -193,7 +263,7 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
     node.inputs.assign(p.input().begin(), p.input().end());
     node.outputs.assign(p.output().begin(), p.output().end());
     for (auto& attribute : *p.mutable_attribute()) {
-      auto converted = ConvertAttribute(attribute, context);
+      auto converted = ConvertAttribute(attribute, context, depth, state);
       if (!converted.ok()) {
         return std::move(converted).take_status().WithContext(fmt::format(
             "{}: attribute '{}'", node.Label(static_cast<size_t>(n)), attribute.name()));
@@ -202,8 +272,10 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
     }
     graph.nodes.push_back(std::move(node));
   }
-  return graph;
+  return {};
 }
+
+}  // namespace
 
 Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std::string& base_dir,
                                     const Limits& limits, const ExternalDataOptions& external) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "src/core/text.h"
 
@@ -184,120 +185,212 @@ Status CheckValueMatchesType(const Value& value, const Type& declared) {
   return {};
 }
 
-Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
-                       const SessionOptions& options) {
-  Plan plan;
-  std::unordered_map<std::string, NamedSlot> slots;
-  std::unordered_map<std::string, Value> initializers;
-  std::string header = fmt::format("IR version {}\nopsets:", graph.ir_version);
-  for (const auto& [domain, version] : graph.opsets) {
-    header += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : EscapeText(domain), version);
-  }
-  header += "\n";
-  std::string node_lines;
+namespace {
 
-  for (NamedValue& init : graph.initializers) {
-    if (!initializers.emplace(init.name, init.value).second) {
-      return Invalid(fmt::format("initializer '{}' is defined twice", init.name));
-    }
-  }
-  std::set<std::string> input_names;
-  for (const ValueInfo& input : graph.inputs) {
-    if (input.name.empty()) return Invalid("a graph input has an empty name");
-    if (!input_names.insert(input.name).second) {
-      return Invalid(fmt::format("graph input '{}' is listed twice", input.name));
-    }
-    auto init = initializers.find(input.name);
-    if (init != initializers.end()) {
-      if (!init->second.type().CompatibleWith(input.type)) {
-        return Invalid(fmt::format("graph input '{}' is declared {} but its initializer is {}",
-                                   input.name, input.type.ToShortString(),
-                                   init->second.type().ToShortString()));
-      }
-      const auto index = static_cast<int32_t>(plan.overrides.size());
-      plan.overrides.push_back(input);
-      plan.override_defaults.push_back(init->second);
-      slots[input.name] = {{ValueRef::Source::kOverride, index}, init->second.type(), -1};
-      initializers.erase(init);
-      continue;
-    }
-    if (!HasDefinedElements(input.type)) {
-      return Invalid(fmt::format("graph input '{}' has type {} with an undefined element type",
-                                 input.name, input.type.ToString()));
-    }
-    const auto index = static_cast<int32_t>(plan.feeds.size());
-    plan.feeds.push_back(input);
-    slots[input.name] = {{ValueRef::Source::kFeed, index}, input.type, -1};
-  }
-  // Initializers that are not graph inputs are constants (in graph order for determinism).
-  for (const NamedValue& init : graph.initializers) {
-    if (initializers.count(init.name) == 0) continue;
-    const auto index = static_cast<int32_t>(plan.constants.size());
-    plan.constants.push_back(init.value);
-    slots[init.name] = {{ValueRef::Source::kConstant, index}, init.value.type(), -1};
+// Plans one graph (the main graph or a subgraph) as a sequence of small passes. A subgraph's
+// planner has a parent: names it cannot find are resolved in the enclosing graphs and captured.
+class GraphPlanner {
+ public:
+  GraphPlanner(const GraphDef& graph, const KernelRegistry& registry,
+               const SessionOptions& options, Program& program, GraphPlanner* parent,
+               int depth)
+      : graph_(graph),
+        registry_(registry),
+        options_(options),
+        program_(program),
+        parent_(parent),
+        depth_(depth) {}
+
+  // Runs every pass; `formal_types` (subgraphs only) gives the types of the formal inputs.
+  Status Build(Plan& plan, std::span<const Type> formal_types) {
+    plan_ = &plan;
+    plan.is_subgraph = parent_ != nullptr;
+    IDEM_RETURN_IF_ERROR(BindInputs(formal_types));
+    IDEM_RETURN_IF_ERROR(IndexProducers());
+    IDEM_RETURN_IF_ERROR(ResolveKernels());
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) IDEM_RETURN_IF_ERROR(PlanNode(n));
+    IDEM_RETURN_IF_ERROR(BindOutputs());
+    ComputeLiveness();
+    Describe();
+    return {};
   }
 
-  std::unordered_map<std::string, Type> declared;
-  for (const ValueInfo& info : graph.value_infos) declared.emplace(info.name, info.type);
-  for (const ValueInfo& info : graph.outputs) declared.emplace(info.name, info.type);
+  // The slot of `name` seen from this graph: its own values first, then (subgraphs) the
+  // enclosing graphs', captured into this graph. nullptr when undefined everywhere.
+  const NamedSlot* Resolve(const std::string& name) {
+    auto it = slots_.find(name);
+    if (it != slots_.end()) return &it->second;
+    if (parent_ == nullptr) return nullptr;
+    const NamedSlot* outer = parent_->Resolve(name);  // depth <= max_graph_depth
+    if (outer == nullptr) return nullptr;
+    const int32_t slot = plan_->computed_count++;
+    plan_->captures.push_back(name);
+    plan_->capture_slots.push_back(slot);
+    auto [inserted, ok] =
+        slots_.emplace(name, NamedSlot{{ValueRef::Source::kComputed, slot}, outer->type, -1});
+    return &inserted->second;
+  }
 
-  // Producers of every name, to report two producers, cycles and out-of-order uses precisely.
-  std::unordered_map<std::string, int> producer;
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const NodeDef& node = graph.nodes[n];
-    for (const std::string& out : node.outputs) {
-      if (out.empty()) continue;
-      if (slots.count(out) != 0) {
-        return Invalid(
-            fmt::format("{}: output '{}' is already a graph input or initializer; "
-                        "each value has one producer",
-                        node.Label(n), out));
-      }
-      auto [it, inserted] = producer.emplace(out, static_cast<int>(n));
-      if (!inserted) {
-        return Invalid(
-            fmt::format("'{}' is produced by both {} and {}; each value has one "
-                        "producer",
-                        out, graph.nodes[it->second].Label(it->second), node.Label(n)));
+  // Whether `name` is defined anywhere in this graph (already or by a later node).
+  bool Defines(const std::string& name) const {
+    return slots_.count(name) != 0 || producer_.count(name) != 0;
+  }
+
+ private:
+  class NodeSubgraphs;
+
+  Status Invalid(std::string message) const {
+    return Status(StatusCode::kInvalidModel, std::move(message));
+  }
+
+  // IR spec: a subgraph may not reuse a name of an enclosing graph.
+  Status CheckNotShadowing(const std::string& name, std::string_view what) const {
+    for (const GraphPlanner* p = parent_; p != nullptr; p = p->parent_) {
+      if (p->Defines(name)) {
+        return Invalid(fmt::format("{} '{}' shadows a value of an enclosing graph (names must be "
+                                   "unique across a graph and its subgraphs)",
+                                   what, name));
       }
     }
+    return {};
   }
 
-  // Resolve every node's kernel first so all unsupported operators are reported at once.
-  std::vector<const KernelSchema*> schemas(graph.nodes.size());
-  std::vector<std::string> unsupported;
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const NodeDef& node = graph.nodes[n];
-    auto opset = graph.opsets.find(node.domain);
-    if (opset == graph.opsets.end()) {
-      unsupported.push_back(
-          fmt::format("{} (domain '{}' is not in opset_import)", node.Label(n), node.domain));
-      continue;
+  // Pass 1: graph inputs, initializers.
+  Status BindInputs(std::span<const Type> formal_types) {
+    Plan& plan = *plan_;
+    std::unordered_map<std::string, Value> initializers;
+    for (const NamedValue& init : graph_.initializers) {
+      if (!initializers.emplace(init.name, init.value).second) {
+        return Invalid(fmt::format("initializer '{}' is defined twice", init.name));
+      }
     }
-    schemas[n] = registry.Resolve(node.domain, node.op_type, opset->second);
-    if (schemas[n] == nullptr) {
-      auto versions = registry.Versions(node.domain, node.op_type);
-      unsupported.push_back(
-          versions.empty() ? fmt::format("{}-{}", node.op_type, opset->second)
-                           : fmt::format("{}-{} (idem implements it from opset {})", node.op_type,
-                                         opset->second, versions.front()->since_version));
+    std::set<std::string> input_names;
+    for (size_t k = 0; k < graph_.inputs.size(); ++k) {
+      const ValueInfo& input = graph_.inputs[k];
+      if (input.name.empty()) return Invalid("a graph input has an empty name");
+      if (!input_names.insert(input.name).second) {
+        return Invalid(fmt::format("graph input '{}' is listed twice", input.name));
+      }
+      IDEM_RETURN_IF_ERROR(CheckNotShadowing(input.name, "graph input"));
+      if (plan.is_subgraph) {
+        // Formal inputs: the owner's types where the subgraph leaves them untyped.
+        const bool typed = k >= graph_.input_typed.size() || graph_.input_typed[k];
+        Type type = typed ? input.type : formal_types[k];
+        if (typed && !input.type.CompatibleWith(formal_types[k]) &&
+            !(input.type.is_tensor() && input.type.element_type() == ElementType::kUndefined)) {
+          return Invalid(fmt::format("input '{}' is declared {} but receives {}", input.name,
+                                     input.type.ToString(), formal_types[k].ToString()));
+        }
+        if (typed && !HasDefinedElements(input.type)) type = formal_types[k];
+        initializers.erase(input.name);
+        const int32_t slot = plan.computed_count++;
+        plan.feeds.push_back({input.name, type});
+        plan.feed_slots.push_back(slot);
+        slots_[input.name] = {{ValueRef::Source::kComputed, slot}, type, -1};
+        continue;
+      }
+      auto init = initializers.find(input.name);
+      if (init != initializers.end()) {
+        if (!init->second.type().CompatibleWith(input.type)) {
+          return Invalid(fmt::format("graph input '{}' is declared {} but its initializer is {}",
+                                     input.name, input.type.ToShortString(),
+                                     init->second.type().ToShortString()));
+        }
+        const auto index = static_cast<int32_t>(plan.overrides.size());
+        plan.overrides.push_back(input);
+        plan.override_defaults.push_back(init->second);
+        slots_[input.name] = {{ValueRef::Source::kOverride, index}, init->second.type(), -1};
+        initializers.erase(init);
+        continue;
+      }
+      if (!HasDefinedElements(input.type)) {
+        return Invalid(fmt::format("graph input '{}' has type {} with an undefined element type",
+                                   input.name, input.type.ToString()));
+      }
+      const auto index = static_cast<int32_t>(plan.feeds.size());
+      plan.feeds.push_back(input);
+      slots_[input.name] = {{ValueRef::Source::kFeed, index}, input.type, -1};
     }
-  }
-  if (!unsupported.empty()) {
-    std::sort(unsupported.begin(), unsupported.end());
-    unsupported.erase(std::unique(unsupported.begin(), unsupported.end()), unsupported.end());
-    return Status(StatusCode::kUnsupported,
-                  fmt::format("unsupported operators: {}", fmt::join(unsupported, ", ")));
+    // Initializers that are not graph inputs are constants (in graph order for determinism).
+    for (const NamedValue& init : graph_.initializers) {
+      if (initializers.count(init.name) == 0) continue;
+      IDEM_RETURN_IF_ERROR(CheckNotShadowing(init.name, "initializer"));
+      const auto index = static_cast<int32_t>(plan.constants.size());
+      plan.constants.push_back(init.value);
+      slots_[init.name] = {{ValueRef::Source::kConstant, index}, init.value.type(), -1};
+    }
+    for (const ValueInfo& info : graph_.value_infos) declared_.emplace(info.name, info.type);
+    for (size_t k = 0; k < graph_.outputs.size(); ++k) {
+      const bool typed = k >= graph_.output_typed.size() || graph_.output_typed[k];
+      if (typed) declared_.emplace(graph_.outputs[k].name, graph_.outputs[k].type);
+    }
+    return {};
   }
 
-  std::vector<const Type*> input_types;
-  for (size_t n = 0; n < graph.nodes.size(); ++n) {
-    const NodeDef& node = graph.nodes[n];
-    const KernelSchema& schema = *schemas[n];
-    const std::string label = node.name.empty()
-                                  ? fmt::format("node #{} ({})", n, schema.Name())
-                                  : fmt::format("node '{}' ({})", node.name, schema.Name());
-    // Arity.
+  // Pass 2: the producer of every name, to report two producers, cycles and out-of-order uses.
+  Status IndexProducers() {
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      const NodeDef& node = graph_.nodes[n];
+      for (const std::string& out : node.outputs) {
+        if (out.empty()) continue;
+        if (slots_.count(out) != 0) {
+          return Invalid(
+              fmt::format("{}: output '{}' is already a graph input or initializer; "
+                          "each value has one producer",
+                          node.Label(n), out));
+        }
+        IDEM_RETURN_IF_ERROR(CheckNotShadowing(out, node.Label(n) + ": output"));
+        auto [it, inserted] = producer_.emplace(out, static_cast<int>(n));
+        if (!inserted) {
+          return Invalid(
+              fmt::format("'{}' is produced by both {} and {}; each value has one "
+                          "producer",
+                          out, graph_.nodes[it->second].Label(it->second), node.Label(n)));
+        }
+      }
+    }
+    return {};
+  }
+
+  // Pass 3: every node's kernel, so all unsupported operators are reported at once (subgraphs
+  // report theirs when planned).
+  Status ResolveKernels() {
+    schemas_.assign(graph_.nodes.size(), nullptr);
+    std::vector<std::string> unsupported;
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      const NodeDef& node = graph_.nodes[n];
+      auto opset = Opsets().find(node.domain);
+      if (opset == Opsets().end()) {
+        unsupported.push_back(
+            fmt::format("{} (domain '{}' is not in opset_import)", node.Label(n), node.domain));
+        continue;
+      }
+      schemas_[n] = registry_.Resolve(node.domain, node.op_type, opset->second);
+      if (schemas_[n] == nullptr) {
+        auto versions = registry_.Versions(node.domain, node.op_type);
+        unsupported.push_back(
+            versions.empty() ? fmt::format("{}-{}", node.op_type, opset->second)
+                             : fmt::format("{}-{} (idem implements it from opset {})",
+                                           node.op_type, opset->second,
+                                           versions.front()->since_version));
+      }
+    }
+    if (!unsupported.empty()) {
+      std::sort(unsupported.begin(), unsupported.end());
+      unsupported.erase(std::unique(unsupported.begin(), unsupported.end()), unsupported.end());
+      return Status(StatusCode::kUnsupported,
+                    fmt::format("unsupported operators: {}", fmt::join(unsupported, ", ")));
+    }
+    return {};
+  }
+
+  static std::string StepLabel(const NodeDef& node, size_t n, const KernelSchema& schema) {
+    return node.name.empty() ? fmt::format("node #{} ({})", n, schema.Name())
+                             : fmt::format("node '{}' ({})", node.name, schema.Name());
+  }
+
+  Status CheckArity(const NodeDef& node, const KernelSchema& schema,
+                    const std::string& label) const {
     size_t min_inputs = 0, max_inputs = 0;
     bool variadic = false;
     for (const FormalParameter& f : schema.inputs) {
@@ -318,7 +411,9 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
           : min_inputs == max_inputs ? std::to_string(min_inputs)
                                      : fmt::format("{} to {}", min_inputs, max_inputs)));
     }
-    if (node.outputs.empty() || node.outputs.size() > schema.outputs.size()) {
+    bool variadic_out = !schema.outputs.empty() &&
+                        schema.outputs.back().arity == FormalParameter::Arity::kVariadic;
+    if (node.outputs.empty() || (!variadic_out && node.outputs.size() > schema.outputs.size())) {
       return Invalid(fmt::format("{}: has {} outputs; {} produces {}", label, node.outputs.size(),
                                  schema.Name(), schema.outputs.size()));
     }
@@ -335,8 +430,13 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
                                       : fmt::format("{}", fmt::join(schema.attributes, ", "))));
       }
     }
-    // Inputs defined before use, and their types.
-    Step step;
+    return {};
+  }
+
+  // Inputs defined before use (here or in an enclosing graph), and their types.
+  Status BindNodeInputs(size_t n, const KernelSchema& schema, const std::string& label,
+                        Step& step, std::vector<const Type*>& input_types) {
+    const NodeDef& node = graph_.nodes[n];
     input_types.assign(node.inputs.size(), nullptr);
     step.inputs.assign(node.inputs.size(), ValueRef{});
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -349,29 +449,39 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
         }
         continue;
       }
-      auto it = slots.find(name);
-      if (it == slots.end()) {
-        auto prod = producer.find(name);
-        if (prod == producer.end()) {
+      const NamedSlot* slot = producer_.count(name) != 0 ? FindLocal(name) : Resolve(name);
+      if (slot == nullptr) {
+        auto prod = producer_.find(name);
+        if (prod == producer_.end()) {
           return Invalid(
               fmt::format("{}: input '{}' is undefined (not a graph input, initializer "
-                          "or node output)",
-                          label, name));
+                          "or node output{})",
+                          label, name, parent_ != nullptr ? " here or in an enclosing graph" : ""));
         }
-        std::string cycle = FindCycle(graph, producer, static_cast<int>(n));
+        std::string cycle = FindCycle(graph_, producer_, static_cast<int>(n));
         if (!cycle.empty()) {
           return Invalid(fmt::format("{}: input '{}' is part of a cycle: {}", label, name, cycle));
         }
         return Invalid(
             fmt::format("{}: input '{}' is used before {} produces it (nodes must be "
                         "topologically sorted)",
-                        label, name, graph.nodes[prod->second].Label(prod->second)));
+                        label, name, graph_.nodes[prod->second].Label(prod->second)));
       }
-      input_types[i] = &it->second.type;
-      step.inputs[i] = it->second.ref;
+      input_types[i] = &slot->type;
+      step.inputs[i] = slot->ref;
     }
-    // Type constraints, with each type parameter bound consistently.
-    std::unordered_map<std::string, std::pair<Type, std::string>> bound;
+    return {};
+  }
+
+  const NamedSlot* FindLocal(const std::string& name) const {
+    auto it = slots_.find(name);
+    return it == slots_.end() ? nullptr : &it->second;
+  }
+
+  // Type constraints, with each type parameter bound consistently.
+  Status CheckInputTypes(const NodeDef& node, const KernelSchema& schema,
+                         const std::string& label, std::span<const Type* const> input_types,
+                         std::unordered_map<std::string, std::pair<Type, std::string>>& bound) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (input_types[i] == nullptr) continue;
       const FormalParameter& formal = schema.inputs[std::min(i, schema.inputs.size() - 1)];
@@ -380,103 +490,284 @@ Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
       if (c != nullptr && !c->Allows(actual)) {
         return Invalid(fmt::format("{}: input '{}' is {}; {}", label, node.inputs[i],
                                    actual.ToString(),
-                                   DescribeRejection(registry, schema, *c, i, true, actual)));
+                                   DescribeRejection(registry_, schema, *c, i, true, actual)));
       }
       if (c == nullptr) continue;
-      auto [b, inserted] = bound.emplace(formal.type_param, std::make_pair(actual, node.inputs[i]));
+      // Heterogeneous variadics (Loop's carried values) bind nothing across positions.
+      if (formal.arity == FormalParameter::Arity::kVariadic && schema.heterogeneous_variadic) {
+        continue;
+      }
+      auto [b, inserted] =
+          bound.emplace(formal.type_param, std::make_pair(actual, node.inputs[i]));
       if (!inserted && !b->second.first.SameStructure(actual)) {
         return Invalid(fmt::format("{}: input '{}' is {} but input '{}' is {}; both are type {}",
                                    label, node.inputs[i], actual.ToString(), b->second.second,
                                    b->second.first.ToString(), formal.type_param));
       }
     }
-    NodeContext context{node, schema.since_version, input_types, options.limits};
-    auto inferred = schema.infer(context);
-    if (!inferred.ok()) return std::move(inferred).take_status().WithContext(label);
+    return {};
+  }
+
+  Status CheckOutputTypes(
+      const NodeDef& node, const KernelSchema& schema, const std::string& label,
+      const std::vector<Type>& inferred,
+      const std::unordered_map<std::string, std::pair<Type, std::string>>& bound) {
+    if (inferred.size() < node.outputs.size()) {
+      return Status(StatusCode::kInternal,
+                    fmt::format("{}: inference gave {} types for {} outputs", label,
+                                inferred.size(), node.outputs.size()));
+    }
     for (size_t o = 0; o < node.outputs.size(); ++o) {
-      const FormalParameter& formal = schema.outputs[o];
+      const FormalParameter& formal = schema.outputs[std::min(o, schema.outputs.size() - 1)];
       const TypeConstraint* c = schema.FindConstraint(formal.type_param);
-      const Type& out_type = (*inferred)[o];
+      const Type& out_type = inferred[o];
       if (c != nullptr && !c->Allows(out_type)) {
         return Invalid(fmt::format("{}: output '{}' would be {}; {}", label, node.outputs[o],
                                    out_type.ToString(),
-                                   DescribeRejection(registry, schema, *c, o, false, out_type)));
+                                   DescribeRejection(registry_, schema, *c, o, false, out_type)));
       }
+      const bool free_variadic =
+          formal.arity == FormalParameter::Arity::kVariadic && schema.heterogeneous_variadic;
       auto b = bound.find(formal.type_param);
-      if (b != bound.end() && !b->second.first.SameStructure(out_type)) {
+      if (!free_variadic && b != bound.end() && !b->second.first.SameStructure(out_type)) {
         return Invalid(fmt::format("{}: output '{}' would be {} but type {} is {}", label,
                                    node.outputs[o], out_type.ToString(), formal.type_param,
                                    b->second.first.ToString()));
       }
       if (node.outputs[o].empty()) continue;
-      auto d = declared.find(node.outputs[o]);
-      if (d != declared.end() && !d->second.CompatibleWith(out_type)) {
-        return Invalid(fmt::format("{}: output '{}' is declared {} but the node produces {}", label,
-                                   node.outputs[o], DescribeMismatch(d->second, out_type),
+      auto d = declared_.find(node.outputs[o]);
+      if (d != declared_.end() && !d->second.CompatibleWith(out_type)) {
+        return Invalid(fmt::format("{}: output '{}' is declared {} but the node produces {}",
+                                   label, node.outputs[o], DescribeMismatch(d->second, out_type),
                                    DescribeMismatch(out_type, d->second)));
       }
     }
-    // Identity elimination: the output is the input's reference.
-    const bool erase =
-        options.eliminate_identity && schema.domain.empty() && schema.op_type == "Identity";
-    node_lines +=
-        fmt::format("  {}: {} -> {}{}\n", label, EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
-                    EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))),
-                    erase ? "  (erased: aliases its input)" : "");
-    if (erase) {
-      slots[node.outputs[0]] = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
-      continue;
-    }
-    step.first_output = plan.computed_count;
-    step.output_count = static_cast<int32_t>(node.outputs.size());
-    for (size_t o = 0; o < node.outputs.size(); ++o) {
-      if (node.outputs[o].empty()) continue;
-      slots[node.outputs[o]] = {
-          {ValueRef::Source::kComputed, plan.computed_count + static_cast<int32_t>(o)},
-          (*inferred)[o],
-          static_cast<int>(n)};
-    }
-    plan.computed_count += step.output_count;
-    auto kernel = schema.create(context);
-    if (!kernel.ok()) return std::move(kernel).take_status().WithContext(label);
-    step.kernel = std::move(kernel).value();
-    step.label = label;
-    step.output_is_input = schema.output_is_input;
-    plan.max_step_inputs = std::max(plan.max_step_inputs, step.inputs.size());
-    plan.steps.push_back(std::move(step));
+    return {};
   }
 
-  std::set<std::string> output_names;
-  for (const ValueInfo& output : graph.outputs) {
-    if (output.name.empty()) return Invalid("a graph output has an empty name");
-    if (!output_names.insert(output.name).second) {
-      return Invalid(fmt::format("graph output '{}' is listed twice", output.name));
-    }
-    auto it = slots.find(output.name);
-    if (it == slots.end()) {
-      return Invalid(fmt::format("graph output '{}' is never produced", output.name));
-    }
-    if (!output.type.CompatibleWith(it->second.type)) {
-      return Invalid(fmt::format("graph output '{}' is declared {} but the graph produces {}",
-                                 output.name, DescribeMismatch(output.type, it->second.type),
-                                 DescribeMismatch(it->second.type, output.type)));
-    }
-    plan.outputs.push_back(output);
-    plan.output_refs.push_back(it->second.ref);
-  }
-  if (plan.outputs.empty()) return Invalid("the graph has no outputs");
+  Status PlanNode(size_t n);
 
-  std::string io;
-  for (const ValueInfo& v : plan.feeds)
-    io += fmt::format("input  {} {}\n", EscapeText(v.name), v.type.ToShortString());
-  for (const ValueInfo& v : plan.overrides) {
-    io += fmt::format("input  {} {} (initializer default)\n", EscapeText(v.name),
-                      v.type.ToShortString());
+  // Graph outputs: each names a value of this graph (or, in a subgraph, of an enclosing one).
+  Status BindOutputs() {
+    Plan& plan = *plan_;
+    std::set<std::string> output_names;
+    for (size_t k = 0; k < graph_.outputs.size(); ++k) {
+      const ValueInfo& output = graph_.outputs[k];
+      if (output.name.empty()) return Invalid("a graph output has an empty name");
+      if (!output_names.insert(output.name).second && !plan.is_subgraph) {
+        return Invalid(fmt::format("graph output '{}' is listed twice", output.name));
+      }
+      const NamedSlot* slot = Resolve(output.name);
+      if (slot == nullptr) {
+        return Invalid(fmt::format("graph output '{}' is never produced", output.name));
+      }
+      const bool typed = k >= graph_.output_typed.size() || graph_.output_typed[k];
+      if (typed && !output.type.CompatibleWith(slot->type)) {
+        return Invalid(fmt::format("graph output '{}' is declared {} but the graph produces {}",
+                                   output.name, DescribeMismatch(output.type, slot->type),
+                                   DescribeMismatch(slot->type, output.type)));
+      }
+      // Declared types carry shapes the inferred ones may lack; untyped outputs take the
+      // inferred type.
+      plan.outputs.push_back({output.name, typed && HasDefinedElements(output.type)
+                                               ? output.type
+                                               : slot->type});
+      plan.output_refs.push_back(slot->ref);
+    }
+    if (plan.outputs.empty()) return Invalid("the graph has no outputs");
+    return {};
   }
-  for (const ValueInfo& v : plan.outputs)
-    io += fmt::format("output {} {}\n", EscapeText(v.name), v.type.ToShortString());
-  plan.description = header + io + fmt::format("nodes ({}):\n", graph.nodes.size()) + node_lines;
-  return plan;
+
+  // Last reader of every computed slot; graph outputs are read after every step and never
+  // released. Outputs nobody reads are released right after their producer.
+  void ComputeLiveness() {
+    Plan& plan = *plan_;
+    constexpr int64_t kNever = -1, kAfterAll = -2;
+    std::vector<int64_t> last(static_cast<size_t>(plan.computed_count), kNever);
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      for (const ValueRef& ref : plan.steps[s].inputs) {
+        if (ref.source == ValueRef::Source::kComputed) {
+          last[static_cast<size_t>(ref.index)] = static_cast<int64_t>(s);
+        }
+      }
+    }
+    for (const ValueRef& ref : plan.output_refs) {
+      if (ref.source == ValueRef::Source::kComputed) last[static_cast<size_t>(ref.index)] = kAfterAll;
+    }
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      Step& step = plan.steps[s];
+      for (int32_t o = 0; o < step.output_count; ++o) {
+        const int32_t slot = step.first_output + o;
+        if (last[static_cast<size_t>(slot)] == kNever) step.release.push_back(slot);
+      }
+    }
+    for (size_t slot = 0; slot < last.size(); ++slot) {
+      if (last[slot] >= 0) {
+        plan.steps[static_cast<size_t>(last[slot])].release.push_back(static_cast<int32_t>(slot));
+      }
+    }
+  }
+
+  void Describe() {
+    Plan& plan = *plan_;
+    if (plan.is_subgraph) return;
+    std::string header = fmt::format("IR version {}\nopsets:", graph_.ir_version);
+    for (const auto& [domain, version] : graph_.opsets) {
+      header += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : EscapeText(domain), version);
+    }
+    header += "\n";
+    std::string io;
+    for (const ValueInfo& v : plan.feeds)
+      io += fmt::format("input  {} {}\n", EscapeText(v.name), v.type.ToShortString());
+    for (const ValueInfo& v : plan.overrides) {
+      io += fmt::format("input  {} {} (initializer default)\n", EscapeText(v.name),
+                        v.type.ToShortString());
+    }
+    for (const ValueInfo& v : plan.outputs)
+      io += fmt::format("output {} {}\n", EscapeText(v.name), v.type.ToShortString());
+    plan.description =
+        header + io + fmt::format("nodes ({}):\n", graph_.nodes.size()) + node_lines_;
+  }
+
+  const std::map<std::string, int64_t>& Opsets() const {
+    return opsets_override_ != nullptr ? *opsets_override_ : graph_.opsets;
+  }
+
+  const GraphDef& graph_;
+  const std::map<std::string, int64_t>* opsets_override_ = nullptr;
+  const KernelRegistry& registry_;
+  const SessionOptions& options_;
+  Program& program_;
+  GraphPlanner* parent_;
+  int depth_;
+  Plan* plan_ = nullptr;
+  std::unordered_map<std::string, NamedSlot> slots_;
+  std::unordered_map<std::string, Type> declared_;
+  std::unordered_map<std::string, int> producer_;
+  std::vector<const KernelSchema*> schemas_;
+  std::string node_lines_;
+};
+
+// The SubgraphPlanner handed to one node's kernel schema: plans each of the node's graphs once,
+// registers the plan in the Program, and turns the names it captured into implicit inputs of the
+// node.
+class GraphPlanner::NodeSubgraphs final : public SubgraphPlanner {
+ public:
+  NodeSubgraphs(GraphPlanner& owner, size_t formal_inputs)
+      : owner_(owner), formal_inputs_(formal_inputs) {}
+
+  Result<SubgraphInfo> PlanSubgraph(const GraphDef& graph,
+                                    std::span<const Type> input_types) override {
+    for (const auto& [g, info] : planned_) {
+      if (g == &graph) return info;
+    }
+    if (owner_.depth_ + 1 > owner_.options_.limits.max_graph_depth) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("subgraphs nest deeper than max_graph_depth {}",
+                                owner_.options_.limits.max_graph_depth));
+    }
+    if (input_types.size() != graph.inputs.size()) {
+      return Status(StatusCode::kInvalidModel,
+                    fmt::format("subgraph '{}' has {} inputs; the node passes {}", graph.name,
+                                graph.inputs.size(), input_types.size()));
+    }
+    auto plan = std::make_unique<Plan>();
+    // The subgraph inherits the model's opsets.
+    GraphPlanner sub(graph, owner_.registry_, owner_.options_, owner_.program_, &owner_,
+                     owner_.depth_ + 1);
+    sub.opsets_override_ = &owner_.Opsets();
+    Status status = sub.Build(*plan, input_types);
+    if (!status.ok()) {
+      return std::move(status).WithContext(
+          fmt::format("subgraph '{}'", graph.name.empty() ? std::string("(unnamed)") : graph.name));
+    }
+    SubgraphInfo info;
+    info.handle = static_cast<int32_t>(owner_.program_.subgraphs.size());
+    for (const ValueInfo& v : plan->outputs) info.output_types.push_back(v.type);
+    for (const ValueInfo& v : plan->feeds) info.input_types.push_back(v.type);
+    info.capture_offset = static_cast<uint32_t>(formal_inputs_ + captures_.size());
+    info.capture_count = static_cast<uint32_t>(plan->captures.size());
+    for (const std::string& name : plan->captures) {
+      // Resolved (and captured into the owner, if outer) while the subgraph was planned.
+      const NamedSlot* slot = owner_.Resolve(name);
+      captures_.push_back(slot->ref);
+    }
+    owner_.program_.subgraphs.push_back(std::move(plan));
+    planned_.emplace_back(&graph, info);
+    return info;
+  }
+
+  const std::vector<ValueRef>& captures() const { return captures_; }
+
+ private:
+  GraphPlanner& owner_;
+  size_t formal_inputs_;
+  std::vector<std::pair<const GraphDef*, SubgraphInfo>> planned_;
+  std::vector<ValueRef> captures_;
+};
+
+Status GraphPlanner::PlanNode(size_t n) {
+  const NodeDef& node = graph_.nodes[n];
+  const KernelSchema& schema = *schemas_[n];
+  const std::string label = StepLabel(node, n, schema);
+  IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
+  Step step;
+  std::vector<const Type*> input_types;
+  IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
+  std::unordered_map<std::string, std::pair<Type, std::string>> bound;
+  IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
+
+  NodeSubgraphs subgraphs(*this, node.inputs.size());
+  NodeContext context{node, schema.since_version, input_types, options_.limits, &subgraphs};
+  auto inferred = schema.infer(context);
+  if (!inferred.ok()) return std::move(inferred).take_status().WithContext(label);
+  IDEM_RETURN_IF_ERROR(CheckOutputTypes(node, schema, label, *inferred, bound));
+
+  // Identity elimination: the output is the input's reference (keyed on the schema's contract,
+  // not the operator's name).
+  const bool erase = options_.eliminate_identity && schema.output_is_input &&
+                     node.inputs.size() == 1 && node.outputs.size() == 1;
+  node_lines_ += fmt::format("  {}: {} -> {}{}\n", label,
+                             EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
+                             EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))),
+                             erase ? "  (erased: aliases its input)" : "");
+  if (erase) {
+    slots_[node.outputs[0]] = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
+    return {};
+  }
+  // Schedule: outputs become computed slots; the kernel is created once.
+  Plan& plan = *plan_;
+  step.first_output = plan.computed_count;
+  step.output_count = static_cast<int32_t>(node.outputs.size());
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (node.outputs[o].empty()) continue;
+    slots_[node.outputs[o]] = {
+        {ValueRef::Source::kComputed, plan.computed_count + static_cast<int32_t>(o)},
+        (*inferred)[o],
+        static_cast<int>(n)};
+  }
+  plan.computed_count += step.output_count;
+  auto kernel = schema.create(context);
+  if (!kernel.ok()) return std::move(kernel).take_status().WithContext(label);
+  // Captured outer values are implicit inputs, after the formal ones.
+  step.inputs.insert(step.inputs.end(), subgraphs.captures().begin(), subgraphs.captures().end());
+  step.kernel = std::move(kernel).value();
+  step.label = label;
+  step.output_is_input = schema.output_is_input;
+  step.reuses_input0 = schema.reuses_input0;
+  plan.max_step_inputs = std::max(plan.max_step_inputs, step.inputs.size());
+  plan.steps.push_back(std::move(step));
+  return {};
+}
+
+}  // namespace
+
+Result<Program> BuildProgram(GraphDef graph, const KernelRegistry& registry,
+                             const SessionOptions& options) {
+  Program program;
+  GraphPlanner planner(graph, registry, options, program, nullptr, 0);
+  IDEM_RETURN_IF_ERROR(planner.Build(program.main, {}));
+  return program;
 }
 
 }  // namespace idem

@@ -1,11 +1,17 @@
-// The immutable execution plan of a graph, built once per Session, and the validation that goes
-// with building it.
+// The immutable execution plan of a graph and of its subgraphs, built once per Session, and the
+// validation that goes with building it.
 //
 // Every value in the graph gets a reference: feeds (graph inputs that must be fed), overrides
 // (graph inputs with an initializer default), constants (initializers) and computed values (node
 // outputs). A run owns only the computed values; everything else is borrowed from the caller's
 // feeds or the plan. Identity nodes, once validated, are erased by aliasing their output to their
 // input, so a chain of them costs nothing at run time.
+//
+// Subgraphs (If branches, Loop/Scan/SequenceMap bodies) are planned with their owning node, once.
+// Their formal inputs and the outer values they read (captures) are computed slots the executor
+// fills from what the owning kernel passes; a name read from an enclosing graph (any depth) becomes
+// an implicit input of the owning node, after its formal inputs, so liveness and scheduling of the
+// enclosing graph see it like any other input.
 #ifndef IDEM_SRC_RUNTIME_PLAN_H_
 #define IDEM_SRC_RUNTIME_PLAN_H_
 
@@ -29,15 +35,19 @@ struct ValueRef {
 struct Step {
   std::unique_ptr<Kernel> kernel;
   std::string label;  // "node 'id0' (Identity-16)", prefixed to run-time errors
-  std::vector<ValueRef> inputs;
+  std::vector<ValueRef> inputs;  // formal inputs, then captured outer values (control flow)
   int32_t first_output = 0;  // outputs are computed slots [first_output, +output_count)
   int32_t output_count = 0;
   bool output_is_input = false;  // KernelSchema::output_is_input
+  bool reuses_input0 = false;    // KernelSchema::reuses_input0
+  // Liveness: computed slots whose last reader is this step (or, for outputs nobody reads, that
+  // this step produced). The executor releases them right after the step.
+  std::vector<int32_t> release;
 };
 
 struct Plan {
-  std::vector<ValueInfo> feeds;      // Session::inputs()
-  std::vector<ValueInfo> overrides;  // Session::overridable_inputs()
+  std::vector<ValueInfo> feeds;      // Session::inputs(); a subgraph's formal inputs
+  std::vector<ValueInfo> overrides;  // Session::overridable_inputs() (main graph only)
   std::vector<Value> override_defaults;
   std::vector<ValueInfo> outputs;
   std::vector<ValueRef> output_refs;
@@ -46,10 +56,23 @@ struct Plan {
   int32_t computed_count = 0;
   size_t max_step_inputs = 0;
   std::string description;  // for Session::Describe()
+
+  // Subgraphs only: feeds and captures are computed slots the executor fills from the owner's
+  // feeds (formal inputs first, then captures in `captures` order).
+  bool is_subgraph = false;
+  std::vector<int32_t> feed_slots;
+  std::vector<std::string> captures;  // outer names read, in first-use order
+  std::vector<int32_t> capture_slots;
 };
 
-Result<Plan> BuildPlan(GraphDef graph, const KernelRegistry& registry,
-                       const SessionOptions& options);
+// The main graph's plan and every subgraph's, indexed by SubgraphInfo::handle.
+struct Program {
+  Plan main;
+  std::vector<std::unique_ptr<Plan>> subgraphs;
+};
+
+Result<Program> BuildProgram(GraphDef graph, const KernelRegistry& registry,
+                             const SessionOptions& options);
 
 // Checks a fed value against a declared type: kind, element types and fixed dims.
 Status CheckValueMatchesType(const Value& value, const Type& declared);

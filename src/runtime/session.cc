@@ -11,32 +11,13 @@
 
 #include "src/kernels/kernel.h"
 #include "src/onnx/model_loader.h"
+#include "src/runtime/executor.h"
 #include "src/runtime/plan.h"
+
+#include <unordered_map>
 
 namespace idem {
 namespace {
-
-// Allocates whole, 64-byte-aligned cache lines. The session's run-time tables use it so that no
-// line they sit on is shared with memory another thread writes (a caller's values, their
-// reference counts): otherwise every Run on one thread would evict the lines the other thread
-// reads, and two threads would run slower than one.
-template <typename T>
-struct CacheLineAllocator {
-  using value_type = T;
-  static constexpr size_t kLine = 64;
-  CacheLineAllocator() = default;
-  template <typename U>
-  explicit CacheLineAllocator(const CacheLineAllocator<U>&) {}
-  T* allocate(size_t n) {
-    const size_t bytes = (n * sizeof(T) + kLine - 1) / kLine * kLine;
-    return static_cast<T*>(::operator new (bytes, std::align_val_t{kLine}));
-  }
-  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{kLine}); }
-  bool operator==(const CacheLineAllocator&) const { return true; }
-};
-
-template <typename T>
-using HotVector = std::vector<T, CacheLineAllocator<T>>;
 
 // What Run() checks a feed against, flattened at Session creation so the per-run check is a few
 // compares with no Status, string or allocation. When the fast check fails (or cannot decide),
@@ -51,36 +32,20 @@ struct FeedCheck {
   HotVector<int64_t> dims;  // declared dims, -1 where symbolic or unknown
 };
 
-// A step flattened for the run loop: no pointer chasing through unique_ptr/vector members.
-struct FlatStep {
-  const Kernel* kernel;
-  uint32_t first_input;  // into Session::Impl::step_inputs
-  uint32_t input_count;
-  int32_t first_output;
-  int32_t output_count;
-  // A step whose output is its input (KernelSchema::output_is_input: Identity kept because
-  // eliminate_identity is off) reading a computed value no later step or output reads: the run
-  // moves that value into the output slot and hands the kernel the slot as its input too, so
-  // `output = input` is a self-assignment. The kernel still runs; it just costs no reference-count
-  // traffic.
-  bool forward_in_place;
-};
-
 }  // namespace
 
 // Over-aligned so the struct owns its cache lines (see CacheLineAllocator).
 struct alignas(64) Session::Impl {
-  Plan plan;
+  explicit Impl(Program program) : executor(std::move(program)), plan(executor.main()) {}
+  Executor executor;
+  const Plan& plan;  // executor.main()
   SessionOptions options;
   std::string source;
   // Derived from `plan` once, for Run's hot path.
   HotVector<FeedCheck> feed_checks;
-  HotVector<FlatStep> steps;
-  HotVector<ValueRef> step_inputs;
-  HotVector<ValueRef> output_refs;  // plan.output_refs
-  // Per output: move (rather than copy) the computed value out, because no later output refers to
-  // the same slot and the run's slots die right after.
-  HotVector<uint8_t> move_output;
+  // RunNamed: input name -> feed index (>= 0) or -(override index) - 1. Built once, so feeding
+  // many inputs by name is linear.
+  std::unordered_map<std::string, int64_t> input_index;
 };
 
 namespace {
@@ -132,94 +97,6 @@ inline bool FastMatches(const Value& value, const FeedCheck& c) {
   return true;
 }
 
-// A fixed-capacity array on the stack with a heap fallback for larger counts; elements are
-// value-initialized and destroyed in place.
-template <typename T, size_t N>
-class SmallArray {
- public:
-  explicit SmallArray(size_t size) : size_(size) {
-    if (size <= N) {
-      data_ = std::launder(reinterpret_cast<T*>(inline_));
-      std::uninitialized_value_construct_n(data_, size);
-    } else {
-      heap_ = std::make_unique<T[]>(size);
-      data_ = heap_.get();
-    }
-  }
-  SmallArray(const SmallArray&) = delete;
-  SmallArray& operator=(const SmallArray&) = delete;
-  ~SmallArray() {
-    if (!heap_) std::destroy_n(data_, size_);
-  }
-  T* data() { return data_; }
-  T& operator[](size_t i) { return data_[i]; }
-
- private:
-  alignas(T) std::byte inline_[N * sizeof(T)];
-  T* data_;
-  size_t size_;
-  std::unique_ptr<T[]> heap_;
-};
-
-// Where a run finds each kind of value. Lives on the caller's stack; the Session is never written
-// to, so any number of threads may run one Session at once.
-struct Sources {
-  const Value* bases[5];  // indexed by ValueRef::Source; kNone stays null
-
-  Sources(std::span<const Value> feeds, std::span<const Value> overrides,
-          std::span<const Value> constants, const Value* computed)
-      : bases{nullptr, feeds.data(), overrides.data(), constants.data(), computed} {}
-
-  const Value* Get(ValueRef ref) const {
-    return ref.source == ValueRef::Source::kNone ? nullptr
-                                                 : bases[static_cast<int>(ref.source)] + ref.index;
-  }
-};
-
-Result<std::vector<Value>> RunPlan(const Session::Impl& impl, std::span<const Value> feeds,
-                                   std::span<const Value> overrides) {
-  const Plan& plan = impl.plan;
-  std::vector<Value> outputs;
-  outputs.reserve(impl.output_refs.size());
-  if (impl.steps.empty()) {
-    // Nothing to compute (every node was an erased Identity): outputs are feeds or constants.
-    const Sources sources(feeds, overrides, plan.constants, nullptr);
-    for (const ValueRef& ref : impl.output_refs) outputs.push_back(*sources.Get(ref));
-    return outputs;
-  }
-  SmallArray<Value, 128> computed(static_cast<size_t>(plan.computed_count));
-  SmallArray<const Value*, 16> inputs(plan.max_step_inputs);
-  const Sources sources(feeds, overrides, plan.constants, computed.data());
-  const ValueRef* step_inputs = impl.step_inputs.data();
-  for (size_t s = 0; s < impl.steps.size(); ++s) {
-    const FlatStep& step = impl.steps[s];
-    if (step.forward_in_place) {
-      Value& slot = computed[static_cast<size_t>(step.first_output)];
-      slot = std::move(computed[static_cast<size_t>(step_inputs[step.first_input].index)]);
-      inputs[0] = &slot;
-    } else {
-      for (uint32_t i = 0; i < step.input_count; ++i) {
-        inputs[i] = sources.Get(step_inputs[step.first_input + i]);
-      }
-    }
-    Status status = step.kernel->Run(std::span<const Value* const>(inputs.data(), step.input_count),
-                                     std::span<Value>(computed.data() + step.first_output,
-                                                      static_cast<size_t>(step.output_count)));
-    if (!status.ok()) [[unlikely]] {
-      return std::move(status).WithContext(plan.steps[s].label);
-    }
-  }
-  for (size_t o = 0; o < impl.output_refs.size(); ++o) {
-    const ValueRef ref = impl.output_refs[o];
-    if (impl.move_output[o]) {
-      outputs.push_back(std::move(computed[static_cast<size_t>(ref.index)]));
-    } else {
-      outputs.push_back(*sources.Get(ref));
-    }
-  }
-  return outputs;
-}
-
 Status CheckFeeds(const Plan& plan, std::span<const Value> feeds) {
   if (feeds.size() != plan.feeds.size()) {
     std::vector<std::string> names;
@@ -247,44 +124,12 @@ inline bool FeedsMatchFast(const Session::Impl& impl, std::span<const Value> fee
 void PrepareHotPath(Session::Impl& impl) {
   const Plan& plan = impl.plan;
   for (const ValueInfo& feed : plan.feeds) impl.feed_checks.push_back(MakeFeedCheck(feed.type));
-
-  // Last reader of every computed slot; graph outputs read them after every step.
-  constexpr size_t kAfterAllSteps = ~size_t{0};
-  std::vector<size_t> last_read(static_cast<size_t>(plan.computed_count), 0);
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    for (const ValueRef& ref : plan.steps[s].inputs) {
-      if (ref.source == ValueRef::Source::kComputed) last_read[static_cast<size_t>(ref.index)] = s;
-    }
+  impl.input_index.reserve(plan.feeds.size() + plan.overrides.size());
+  for (size_t i = 0; i < plan.feeds.size(); ++i) {
+    impl.input_index.emplace(plan.feeds[i].name, static_cast<int64_t>(i));
   }
-  for (const ValueRef& ref : plan.output_refs) {
-    if (ref.source == ValueRef::Source::kComputed) {
-      last_read[static_cast<size_t>(ref.index)] = kAfterAllSteps;
-    }
-  }
-
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const Step& step = plan.steps[s];
-    const bool in_place = step.output_is_input && step.inputs.size() == 1 &&
-                          step.output_count == 1 &&
-                          step.inputs[0].source == ValueRef::Source::kComputed &&
-                          last_read[static_cast<size_t>(step.inputs[0].index)] == s;
-    impl.steps.push_back(FlatStep{step.kernel.get(), static_cast<uint32_t>(impl.step_inputs.size()),
-                                  static_cast<uint32_t>(step.inputs.size()), step.first_output,
-                                  step.output_count, in_place});
-    impl.step_inputs.insert(impl.step_inputs.end(), step.inputs.begin(), step.inputs.end());
-  }
-
-  impl.output_refs.assign(plan.output_refs.begin(), plan.output_refs.end());
-  impl.move_output.assign(plan.output_refs.size(), 0);
-  for (size_t o = 0; o < plan.output_refs.size(); ++o) {
-    const ValueRef ref = plan.output_refs[o];
-    if (ref.source != ValueRef::Source::kComputed) continue;
-    bool later_use = false;
-    for (size_t p = o + 1; p < plan.output_refs.size() && !later_use; ++p) {
-      later_use =
-          plan.output_refs[p].source == ref.source && plan.output_refs[p].index == ref.index;
-    }
-    impl.move_output[o] = later_use ? 0 : 1;
+  for (size_t i = 0; i < plan.overrides.size(); ++i) {
+    impl.input_index.emplace(plan.overrides[i].name, -static_cast<int64_t>(i) - 1);
   }
 }
 
@@ -292,13 +137,12 @@ Result<Session> Finish(Result<GraphDef> graph, const SessionOptions& options,
                        Result<Session> (*make)(std::unique_ptr<Session::Impl>)) {
   if (!graph.ok()) return std::move(graph).take_status();
   std::string source = graph->source;
-  auto plan = BuildPlan(std::move(graph).value(), KernelRegistry::Default(), options);
-  if (!plan.ok()) {
-    Status status = std::move(plan).take_status();
+  auto program = BuildProgram(std::move(graph).value(), KernelRegistry::Default(), options);
+  if (!program.ok()) {
+    Status status = std::move(program).take_status();
     return source.empty() ? std::move(status) : std::move(status).WithContext(source);
   }
-  auto impl = std::make_unique<Session::Impl>();
-  impl->plan = std::move(plan).value();
+  auto impl = std::make_unique<Session::Impl>(std::move(program).value());
   impl->options = options;
   impl->source = std::move(source);
   PrepareHotPath(*impl);
@@ -357,34 +201,45 @@ Result<std::vector<Value>> Session::Run(std::span<const Value> feeds) const {
   if (!FeedsMatchFast(impl, feeds)) [[unlikely]] {
     IDEM_RETURN_IF_ERROR(CheckFeeds(impl.plan, feeds));
   }
-  return RunPlan(impl, feeds, impl.plan.override_defaults);
+  return impl.executor.Run(feeds, impl.plan.override_defaults, impl.options.limits, nullptr);
+}
+
+Result<std::vector<Value>> Session::Run(std::span<const Value> feeds,
+                                        const RunOptions& run_options) const {
+  const Impl& impl = *impl_;
+  if (!FeedsMatchFast(impl, feeds)) [[unlikely]] {
+    IDEM_RETURN_IF_ERROR(CheckFeeds(impl.plan, feeds));
+  }
+  return impl.executor.Run(feeds, impl.plan.override_defaults, impl.options.limits, &run_options);
 }
 
 Result<std::vector<Value>> Session::RunNamed(std::span<const NamedValue> named) const {
+  return RunNamed(named, RunOptions{});
+}
+
+Result<std::vector<Value>> Session::RunNamed(std::span<const NamedValue> named,
+                                             const RunOptions& run_options) const {
   const Plan& plan = impl_->plan;
   std::vector<Value> feeds(plan.feeds.size());
   std::vector<Value> overrides = plan.override_defaults;
   for (const NamedValue& nv : named) {
-    bool found = false;
-    for (size_t i = 0; i < plan.feeds.size() && !found; ++i) {
-      if (plan.feeds[i].name != nv.name) continue;
+    auto it = impl_->input_index.find(nv.name);
+    if (it == impl_->input_index.end()) {
+      return Status(StatusCode::kNotFound,
+                    fmt::format("'{}' is not an input of the model", nv.name));
+    }
+    if (it->second >= 0) {
+      const auto i = static_cast<size_t>(it->second);
       if (!feeds[i].is_null()) {
         return Status(StatusCode::kInvalidArgument,
                       fmt::format("input '{}' is fed twice", nv.name));
       }
       feeds[i] = nv.value;
-      found = true;
-    }
-    for (size_t i = 0; i < plan.overrides.size() && !found; ++i) {
-      if (plan.overrides[i].name != nv.name) continue;
+    } else {
+      const auto i = static_cast<size_t>(-(it->second + 1));
       Status s = CheckValueMatchesType(nv.value, plan.overrides[i].type);
       if (!s.ok()) return std::move(s).WithContext(fmt::format("input '{}'", nv.name));
       overrides[i] = nv.value;
-      found = true;
-    }
-    if (!found) {
-      return Status(StatusCode::kNotFound,
-                    fmt::format("'{}' is not an input of the model", nv.name));
     }
   }
   for (size_t i = 0; i < feeds.size(); ++i) {
@@ -395,7 +250,7 @@ Result<std::vector<Value>> Session::RunNamed(std::span<const NamedValue> named) 
     }
   }
   if (!FeedsMatchFast(*impl_, feeds)) IDEM_RETURN_IF_ERROR(CheckFeeds(plan, feeds));
-  return RunPlan(*impl_, feeds, overrides);
+  return impl_->executor.Run(feeds, overrides, impl_->options.limits, &run_options);
 }
 
 Result<std::vector<std::vector<int64_t>>> Session::RunInto(

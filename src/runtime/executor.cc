@@ -1,0 +1,244 @@
+#include "src/runtime/executor.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace idem {
+namespace {
+
+// A fixed-capacity array on the stack with a heap fallback for larger counts; elements are
+// value-initialized and destroyed in place.
+template <typename T, size_t N>
+class SmallArray {
+ public:
+  explicit SmallArray(size_t size) : size_(size) {
+    if (size <= N) {
+      data_ = std::launder(reinterpret_cast<T*>(inline_));
+      std::uninitialized_value_construct_n(data_, size);
+    } else {
+      heap_ = std::make_unique<T[]>(size);
+      data_ = heap_.get();
+    }
+  }
+  SmallArray(const SmallArray&) = delete;
+  SmallArray& operator=(const SmallArray&) = delete;
+  ~SmallArray() {
+    if (!heap_) std::destroy_n(data_, size_);
+  }
+  T* data() { return data_; }
+  T& operator[](size_t i) { return data_[i]; }
+
+ private:
+  alignas(T) std::byte inline_[N * sizeof(T)];
+  T* data_;
+  size_t size_;
+  std::unique_ptr<T[]> heap_;
+};
+
+// Where a run finds each kind of value.
+struct Sources {
+  const Value* bases[5];  // indexed by ValueRef::Source; kNone stays null
+
+  Sources(std::span<const Value> feeds, std::span<const Value> overrides,
+          std::span<const Value> constants, const Value* computed)
+      : bases{nullptr, feeds.data(), overrides.data(), constants.data(), computed} {}
+
+  const Value* Get(ValueRef ref) const {
+    return ref.source == ValueRef::Source::kNone ? nullptr
+                                                 : bases[static_cast<int>(ref.source)] + ref.index;
+  }
+};
+
+FlatPlan Flatten(const Plan& plan) {
+  FlatPlan flat;
+  flat.plan = &plan;
+  // Last reader of every computed slot; graph outputs read them after every step.
+  constexpr size_t kAfterAllSteps = ~size_t{0};
+  std::vector<size_t> last_read(static_cast<size_t>(plan.computed_count), 0);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (const ValueRef& ref : plan.steps[s].inputs) {
+      if (ref.source == ValueRef::Source::kComputed) last_read[static_cast<size_t>(ref.index)] = s;
+    }
+  }
+  for (const ValueRef& ref : plan.output_refs) {
+    if (ref.source == ValueRef::Source::kComputed) {
+      last_read[static_cast<size_t>(ref.index)] = kAfterAllSteps;
+    }
+  }
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    bool in_place = (step.output_is_input || step.reuses_input0) && !step.inputs.empty() &&
+                    step.output_count >= 1 &&
+                    step.inputs[0].source == ValueRef::Source::kComputed &&
+                    last_read[static_cast<size_t>(step.inputs[0].index)] == s;
+    if (step.output_is_input && step.inputs.size() != 1) in_place = false;
+    for (size_t i = 1; in_place && i < step.inputs.size(); ++i) {
+      // The same value read twice by this step cannot be handed over.
+      in_place = !(step.inputs[i].source == ValueRef::Source::kComputed &&
+                   step.inputs[i].index == step.inputs[0].index);
+    }
+    flat.steps.push_back(FlatStep{step.kernel.get(), static_cast<uint32_t>(flat.step_inputs.size()),
+                                  static_cast<uint32_t>(step.inputs.size()), step.first_output,
+                                  step.output_count, static_cast<uint32_t>(flat.releases.size()),
+                                  static_cast<uint32_t>(step.release.size()), in_place});
+    flat.step_inputs.insert(flat.step_inputs.end(), step.inputs.begin(), step.inputs.end());
+    flat.releases.insert(flat.releases.end(), step.release.begin(), step.release.end());
+  }
+  flat.output_refs.assign(plan.output_refs.begin(), plan.output_refs.end());
+  // Move an output's value unless a later output reads the same slot: one backward pass with a
+  // seen-set (linear in the number of outputs).
+  flat.move_output.assign(plan.output_refs.size(), 0);
+  std::vector<uint8_t> seen(static_cast<size_t>(plan.computed_count), 0);
+  for (size_t o = plan.output_refs.size(); o-- > 0;) {
+    const ValueRef ref = plan.output_refs[o];
+    if (ref.source != ValueRef::Source::kComputed) continue;
+    uint8_t& s = seen[static_cast<size_t>(ref.index)];
+    flat.move_output[o] = s ? 0 : 1;
+    s = 1;
+  }
+  return flat;
+}
+
+}  // namespace
+
+// Per-run state: the RunContext kernels see. Lives on the caller's stack.
+class RunState final : public RunContext {
+ public:
+  RunState(const Executor& executor, const Limits& limits, const RunOptions* options)
+      : RunContext(limits, options), executor_(executor) {}
+
+  Result<std::vector<Value>> RunSubgraph(int32_t handle, std::span<Value> feeds) override {
+    if (handle < 0 || static_cast<size_t>(handle) >= executor_.subgraphs_.size()) {
+      return Status(StatusCode::kInternal, fmt::format("no subgraph #{}", handle));
+    }
+    const FlatPlan& flat = executor_.subgraphs_[static_cast<size_t>(handle)];
+    const Plan& plan = *flat.plan;
+    const size_t formal = plan.feed_slots.size();
+    if (feeds.size() != formal + plan.capture_slots.size()) {
+      return Status(StatusCode::kInternal,
+                    fmt::format("subgraph #{} takes {} values, got {}", handle,
+                                formal + plan.capture_slots.size(), feeds.size()));
+    }
+    SmallArray<Value, 32> computed(static_cast<size_t>(plan.computed_count));
+    for (size_t i = 0; i < formal; ++i) {
+      computed[static_cast<size_t>(plan.feed_slots[i])] = std::move(feeds[i]);
+    }
+    for (size_t i = 0; i < plan.capture_slots.size(); ++i) {
+      computed[static_cast<size_t>(plan.capture_slots[i])] = std::move(feeds[formal + i]);
+    }
+    const Sources sources({}, {}, plan.constants, computed.data());
+    return RunFrame(flat, sources, computed.data());
+  }
+
+  Result<std::vector<Value>> RunFrame(const FlatPlan& flat, const Sources& sources,
+                                      Value* computed) {
+    const Plan& plan = *flat.plan;
+    SmallArray<uint64_t, 128> bytes(static_cast<size_t>(plan.computed_count));
+    SmallArray<const Value*, 16> inputs(plan.max_step_inputs);
+    const ValueRef* step_inputs = flat.step_inputs.data();
+    const int32_t* releases = flat.releases.data();
+    Status failure;
+    for (size_t s = 0; s < flat.steps.size(); ++s) {
+      const FlatStep& step = flat.steps[s];
+      uint64_t forwarded_bytes = 0;
+      if (step.forward_in_place) {
+        const auto in = static_cast<size_t>(step_inputs[step.first_input].index);
+        Value& slot = computed[static_cast<size_t>(step.first_output)];
+        slot = std::move(computed[in]);
+        forwarded_bytes = bytes[in];
+        bytes[in] = 0;
+        inputs[0] = &slot;
+        for (uint32_t i = 1; i < step.input_count; ++i) {
+          inputs[i] = sources.Get(step_inputs[step.first_input + i]);
+        }
+      } else {
+        for (uint32_t i = 0; i < step.input_count; ++i) {
+          inputs[i] = sources.Get(step_inputs[step.first_input + i]);
+        }
+      }
+      Value* outputs = computed + step.first_output;
+      Status status = step.kernel->RunWith(
+          *this, std::span<const Value* const>(inputs.data(), step.input_count),
+          std::span<Value>(outputs, static_cast<size_t>(step.output_count)));
+      if (!status.ok()) [[unlikely]] {
+        failure = std::move(status).WithContext(plan.steps[s].label);
+        break;
+      }
+      // Budget: charge what the step created. An output that is one of its inputs (Identity,
+      // SequenceAt's stored tensor) adds nothing; a forwarded value's old size is replaced.
+      Release(forwarded_bytes);
+      for (int32_t o = 0; o < step.output_count; ++o) {
+        const Value& out = outputs[o];
+        if (out.is_null()) continue;
+        bool shared = false;
+        if (!(step.forward_in_place && o == 0)) {
+          for (uint32_t i = 0; i < step.input_count && !shared; ++i) {
+            shared = inputs[i] != nullptr && inputs[i]->SharesStorageWith(out);
+          }
+        }
+        const uint64_t b = shared ? 0 : ValueBytes(out);
+        bytes[static_cast<size_t>(step.first_output + o)] = b;
+        Status charged = Charge(b);
+        if (!charged.ok()) [[unlikely]] {
+          failure = std::move(charged).WithContext(plan.steps[s].label);
+          break;
+        }
+      }
+      if (!failure.ok()) break;
+      // Liveness: values this step read for the last time.
+      for (uint32_t r = 0; r < step.release_count; ++r) {
+        const auto slot = static_cast<size_t>(releases[step.first_release + r]);
+        Release(bytes[slot]);
+        bytes[slot] = 0;
+        computed[slot] = Value();
+      }
+    }
+    std::vector<Value> result;
+    if (failure.ok()) {
+      result.reserve(flat.output_refs.size());
+      for (size_t o = 0; o < flat.output_refs.size(); ++o) {
+        const ValueRef ref = flat.output_refs[o];
+        if (flat.move_output[o]) {
+          result.push_back(std::move(computed[static_cast<size_t>(ref.index)]));
+        } else {
+          result.push_back(*sources.Get(ref));
+        }
+      }
+    }
+    // The frame's values leave the budget: outputs belong to the caller now (a control-flow
+    // kernel charges what it keeps), everything else dies with the frame.
+    for (int32_t i = 0; i < plan.computed_count; ++i) Release(bytes[static_cast<size_t>(i)]);
+    if (!failure.ok()) return failure;
+    return result;
+  }
+
+ private:
+  const Executor& executor_;
+};
+
+Executor::Executor(Program program) : program_(std::move(program)) {
+  main_ = Flatten(program_.main);
+  subgraphs_.reserve(program_.subgraphs.size());
+  for (const auto& plan : program_.subgraphs) subgraphs_.push_back(Flatten(*plan));
+}
+
+Result<std::vector<Value>> Executor::Run(std::span<const Value> feeds,
+                                         std::span<const Value> overrides, const Limits& limits,
+                                         const RunOptions* options) const {
+  const Plan& plan = program_.main;
+  if (main_.steps.empty()) {
+    // Nothing to compute (every node was an erased Identity): outputs are feeds or constants.
+    std::vector<Value> outputs;
+    outputs.reserve(main_.output_refs.size());
+    const Sources sources(feeds, overrides, plan.constants, nullptr);
+    for (const ValueRef& ref : main_.output_refs) outputs.push_back(*sources.Get(ref));
+    return outputs;
+  }
+  RunState state(*this, limits, options);
+  SmallArray<Value, 128> computed(static_cast<size_t>(plan.computed_count));
+  const Sources sources(feeds, overrides, plan.constants, computed.data());
+  return state.RunFrame(main_, sources, computed.data());
+}
+
+}  // namespace idem

@@ -1,0 +1,92 @@
+// The executor: runs any Plan (the main graph or a subgraph) with per-run state on the caller's
+// stack. Immutable after construction and shared by every Run on every thread.
+//
+// Per run: computed values live in a slot array; after each step the slots whose last reader it
+// was are released (liveness from the plan), and the bytes of live computed values are accounted
+// against Limits::max_run_bytes (see ValueBytes: shared buffers count once per value holding
+// them, which over-counts, never under-counts). Kernels reach subgraphs, the run options and the
+// budget through the RunContext.
+#ifndef IDEM_SRC_RUNTIME_EXECUTOR_H_
+#define IDEM_SRC_RUNTIME_EXECUTOR_H_
+
+#include <cstdint>
+#include <new>
+#include <span>
+#include <vector>
+
+#include "src/runtime/plan.h"
+
+namespace idem {
+
+// Allocates whole, 64-byte-aligned cache lines. The run-time tables use it so that no line they
+// sit on is shared with memory another thread writes (a caller's values, their reference counts):
+// otherwise every Run on one thread would evict the lines the other thread reads, and two threads
+// would run slower than one.
+template <typename T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr size_t kLine = 64;
+  CacheLineAllocator() = default;
+  template <typename U>
+  explicit CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(size_t n) {
+    const size_t bytes = (n * sizeof(T) + kLine - 1) / kLine * kLine;
+    return static_cast<T*>(::operator new(bytes, std::align_val_t{kLine}));
+  }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{kLine}); }
+  bool operator==(const CacheLineAllocator&) const { return true; }
+};
+
+template <typename T>
+using HotVector = std::vector<T, CacheLineAllocator<T>>;
+
+// A step flattened for the run loop: no pointer chasing through unique_ptr/vector members.
+struct FlatStep {
+  const Kernel* kernel;
+  uint32_t first_input;  // into FlatPlan::step_inputs
+  uint32_t input_count;
+  int32_t first_output;
+  int32_t output_count;
+  uint32_t first_release;  // into FlatPlan::releases
+  uint32_t release_count;
+  // The step's first input is a computed value no later step or output reads, and the kernel
+  // either returns it (output_is_input: Identity kept because eliminate_identity is off) or may
+  // extend it in place (reuses_input0: SequenceInsert). The run moves that value into the output
+  // slot and hands the kernel the slot as its input too.
+  bool forward_in_place;
+};
+
+struct FlatPlan {
+  const Plan* plan = nullptr;
+  HotVector<FlatStep> steps;
+  HotVector<ValueRef> step_inputs;
+  HotVector<int32_t> releases;
+  HotVector<ValueRef> output_refs;
+  // Per output: move (rather than copy) the computed value out, because no later output refers
+  // to the same slot and the run's slots die right after.
+  HotVector<uint8_t> move_output;
+};
+
+class Executor {
+ public:
+  explicit Executor(Program program);
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  const Plan& main() const { return program_.main; }
+  const Program& program() const { return program_; }
+
+  // Runs the main graph. `feeds` in plan order (already checked), `overrides` likewise.
+  Result<std::vector<Value>> Run(std::span<const Value> feeds, std::span<const Value> overrides,
+                                 const Limits& limits, const RunOptions* options) const;
+
+ private:
+  friend class RunState;
+  Program program_;
+  FlatPlan main_;
+  std::vector<FlatPlan> subgraphs_;
+};
+
+}  // namespace idem
+
+#endif  // IDEM_SRC_RUNTIME_EXECUTOR_H_
