@@ -60,13 +60,19 @@ class RunContext {
   Status CheckAllocation(uint64_t bytes) const;
   // Live-byte accounting (the executor charges node outputs; kernels holding values across
   // subgraph runs, like Loop's carried and scan values, charge them too).
-  Status Charge(uint64_t bytes);
+  Status Charge(uint64_t bytes) {
+    live_bytes_ += bytes;
+    if (live_bytes_ > peak_bytes_) peak_bytes_ = live_bytes_;
+    if (live_bytes_ > limits_.max_run_bytes) [[unlikely]] return OverBudget();
+    return {};
+  }
   void Release(uint64_t bytes) { live_bytes_ -= std::min(bytes, live_bytes_); }
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t peak_bytes() const { return peak_bytes_; }
   const Limits& limits() const { return limits_; }
 
  private:
+  Status OverBudget() const;
   const Limits& limits_;
   const RunOptions* options_;
   uint64_t live_bytes_ = 0;
@@ -98,6 +104,7 @@ struct FormalParameter {
   std::string name;
   std::string type_param;  // key into KernelSchema::constraints
   Arity arity = Arity::kSingle;
+  int variadic_min = 1;  // kVariadic: the fewest values it takes (Loop's v_initial: 0)
 };
 
 struct TypeConstraint {

@@ -165,15 +165,10 @@ Status RunContext::CheckAllocation(uint64_t bytes) const {
   return {};
 }
 
-Status RunContext::Charge(uint64_t bytes) {
-  live_bytes_ += bytes;
-  peak_bytes_ = std::max(peak_bytes_, live_bytes_);
-  if (live_bytes_ > limits_.max_run_bytes) {
-    return Status(StatusCode::kResourceExhausted,
-                  fmt::format("the run holds {} bytes of live values, over max_run_bytes {}",
-                              live_bytes_, limits_.max_run_bytes));
-  }
-  return {};
+Status RunContext::OverBudget() const {
+  return Status(StatusCode::kResourceExhausted,
+                fmt::format("the run holds {} bytes of live values, over max_run_bytes {}",
+                            live_bytes_, limits_.max_run_bytes));
 }
 
 Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits) {

@@ -138,6 +138,7 @@ class RunState final : public RunContext {
     SmallArray<const Value*, 16> inputs(plan.max_step_inputs);
     const ValueRef* step_inputs = flat.step_inputs.data();
     const int32_t* releases = flat.releases.data();
+    const uint64_t live_at_entry = live_bytes();
     Status failure;
     for (size_t s = 0; s < flat.steps.size(); ++s) {
       const FlatStep& step = flat.steps[s];
@@ -208,7 +209,7 @@ class RunState final : public RunContext {
     }
     // The frame's values leave the budget: outputs belong to the caller now (a control-flow
     // kernel charges what it keeps), everything else dies with the frame.
-    for (int32_t i = 0; i < plan.computed_count; ++i) Release(bytes[static_cast<size_t>(i)]);
+    Release(live_bytes() - live_at_entry);
     if (!failure.ok()) return failure;
     return result;
   }

@@ -276,7 +276,9 @@ class GraphPlanner {
         // Formal inputs: the owner's types where the subgraph leaves them untyped.
         const bool typed = k >= graph_.input_typed.size() || graph_.input_typed[k];
         Type type = typed ? input.type : formal_types[k];
-        if (typed && !input.type.CompatibleWith(formal_types[k]) &&
+        // Shapes may change from one iteration to the next (as in ONNX Runtime), so only the
+        // structure is checked.
+        if (typed && !input.type.SameStructure(formal_types[k]) &&
             !(input.type.is_tensor() && input.type.element_type() == ElementType::kUndefined)) {
           return Invalid(fmt::format("input '{}' is declared {} but receives {}", input.name,
                                      input.type.ToString(), formal_types[k].ToString()));
@@ -397,7 +399,7 @@ class GraphPlanner {
       if (f.arity == FormalParameter::Arity::kSingle) min_inputs = max_inputs + 1;
       if (f.arity == FormalParameter::Arity::kVariadic) {
         variadic = true;
-        min_inputs = max_inputs + 1;
+        if (f.variadic_min > 0) min_inputs = max_inputs + static_cast<size_t>(f.variadic_min);
       }
       ++max_inputs;
     }
