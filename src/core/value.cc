@@ -37,9 +37,11 @@ Result<int64_t> CheckedElementCount(std::span<const int64_t> shape) {
 }
 
 // A tensor's bytes as run-time budgets count them (see ValueBytes in src/kernels/kernel.h).
+// Includes a fixed per-Value overhead (node, shape) so that many empty tensors still cost.
 uint64_t TensorBytesForBudget(const Tensor& t) {
-  if (t.element_type() != ElementType::kString) return t.data().size();
-  return static_cast<uint64_t>(t.element_count()) * (sizeof(std::string) + 16);
+  const uint64_t overhead = 64 + 8 * t.rank();
+  if (t.element_type() != ElementType::kString) return t.data().size() + overhead;
+  return static_cast<uint64_t>(t.element_count()) * (sizeof(std::string) + 16) + overhead;
 }
 
 }  // namespace

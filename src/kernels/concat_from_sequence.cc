@@ -39,7 +39,8 @@ class ConcatFromSequenceKernel final : public Kernel {
  public:
   explicit ConcatFromSequenceKernel(ConcatAttributes attributes) : attributes_(attributes) {}
 
-  Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
+  Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
+                 std::span<Value> outputs) const override {
     const Sequence& sequence = inputs[0]->sequence();
     if (sequence.size() == 0) {
       return Status(StatusCode::kRuntimeError,
@@ -105,6 +106,10 @@ class ConcatFromSequenceKernel final : public Kernel {
       row_elements[i] = outer == 0 ? 0 : sequence.at(i).tensor().element_count() / outer;
     }
 
+    // max_tensor_bytes and the run budget, before anything is allocated.
+    IDEM_ASSIGN_OR_RETURN(uint64_t budget_bytes,
+                          TensorBytes(type, static_cast<uint64_t>(total), ctx.limits()));
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(budget_bytes));
     if (type == ElementType::kString) {
       std::vector<std::string> strings;
       strings.reserve(static_cast<size_t>(total));

@@ -138,10 +138,12 @@ namespace idem {
 uint64_t ValueBytes(const Value& value) {
   switch (value.kind()) {
     case ValueKind::kTensor: {
+      // A fixed per-Value overhead (node, shape) so that many empty tensors still cost; strings
+      // are estimated without walking them (sizeof plus a typical short payload).
       const Tensor& t = value.tensor();
-      if (t.element_type() != ElementType::kString) return t.data().size();
-      // Strings: an estimate without walking them (sizeof plus a typical short payload).
-      return static_cast<uint64_t>(t.element_count()) * (sizeof(std::string) + 16);
+      const uint64_t overhead = 64 + 8 * t.rank();
+      if (t.element_type() != ElementType::kString) return t.data().size() + overhead;
+      return static_cast<uint64_t>(t.element_count()) * (sizeof(std::string) + 16) + overhead;
     }
     case ValueKind::kSequence:
       return value.sequence().total_bytes();

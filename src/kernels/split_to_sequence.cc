@@ -56,9 +56,14 @@ Status TooManyChunks(uint64_t count, uint64_t max_chunks) {
 // Every chunk costs a Value plus its shape whatever its size, so the chunk count is bounded by
 // what the input justifies, not only by max_sequence_length: otherwise an empty tensor with a huge
 // axis (shape [0, 10^6, ...] of rank 70, a few bytes on disk) makes a million tensors.
+constexpr uint64_t kValueBytesOverhead = 64;
+
 uint64_t ChunkBudget(const Tensor& input, uint64_t max_sequence_length) {
   constexpr uint64_t kValueOverhead = 128;              // Value node + shape vector header
-  constexpr uint64_t kFloorBytes = uint64_t{64} << 20;  // always allowed, whatever the input
+  // Always allowed, whatever the input. Small on purpose: it is granted per node, so what many
+  // nodes make together is bounded by the run budget (every chunk is charged with its Value
+  // overhead, see ValueBytes), not by this floor.
+  constexpr uint64_t kFloorBytes = uint64_t{1} << 20;
   constexpr uint64_t kBytesPerInputByte = 32;
   const uint64_t per_chunk = kValueOverhead + 8 * input.rank();
   const int bits = ElementBits(input.element_type());
@@ -121,7 +126,8 @@ class SplitToSequenceKernel final : public Kernel {
  public:
   explicit SplitToSequenceKernel(SplitAttributes attributes) : attributes_(attributes) {}
 
-  Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
+  Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
+                 std::span<Value> outputs) const override {
     const Tensor& input = inputs[0]->tensor();
     const Value* split = inputs.size() > 1 ? inputs[1] : nullptr;
     const auto rank = static_cast<int64_t>(input.rank());
@@ -129,6 +135,9 @@ class SplitToSequenceKernel final : public Kernel {
     const int64_t dim = input.shape()[axis];
     IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
                           ChunkLengths(split, dim, ChunkBudget(input, attributes_.max_chunks)));
+    // The chunks' Value overhead and any copied bytes count against the run budget.
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(
+        lengths.size() * (kValueBytesOverhead + 8 * input.rank()) + input.data().size()));
     // keepdims applies only to the default split into size-1 chunks.
     const bool drop_axis = split == nullptr && !attributes_.keepdims;
 
