@@ -1,0 +1,622 @@
+// Control flow (If, Loop, Scan, SequenceMap), outer-scope capture, liveness, the run budget, run
+// options, and the kernels the official bodies use (via KernelRunner).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "tests/kernel_runner.h"
+#include "tests/test_models.h"
+
+namespace idem::testing {
+namespace {
+
+using E = ElementType;
+
+onnx::TypeProto F32(std::vector<int64_t> dims) { return TensorTypeProto(E::kFloat, dims); }
+onnx::TypeProto I64Scalar() { return TensorTypeProto(E::kInt64, {}); }
+onnx::TypeProto BoolScalar() { return TensorTypeProto(E::kBool, {}); }
+
+void SetGraph(onnx::NodeProto* node, const std::string& name, const onnx::GraphProto& g) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+
+void SetFloatsConstant(onnx::NodeProto* node, std::vector<int64_t> dims, std::vector<float> v) {
+  auto* a = node->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  auto* t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float f : v) t->add_float_data(f);
+}
+
+// A subgraph with untyped outputs `outputs`.
+onnx::GraphProto Branch(const std::string& name, std::vector<std::string> outputs) {
+  onnx::GraphProto g;
+  g.set_name(name);
+  for (const auto& o : outputs) g.add_output()->set_name(o);
+  return g;
+}
+
+Value Bool(bool b) { return MakeTensorOf<uint8_t>(E::kBool, {}, {static_cast<uint8_t>(b)}); }
+Value I64(int64_t v) { return MakeTensorOf<int64_t>(E::kInt64, {}, {v}); }
+
+std::vector<float> FloatsOf(const Value& v) {
+  auto s = v.tensor().data_as<float>();
+  return {s.begin(), s.end()};
+}
+
+// x: float[3], c: bool -> If(c; then: Identity(x), else: Identity(y)) -> out
+onnx::ModelProto IfOuterIdentity(int opset = 16) {
+  onnx::ModelProto m = EmptyModel(opset, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("if_outer");
+  AddValueInfo(g->mutable_input(), "c", BoolScalar());
+  AddValueInfo(g->mutable_input(), "x", F32({3}));
+  AddValueInfo(g->mutable_input(), "y", F32({3}));
+  AddValueInfo(g->mutable_output(), "out", F32({3}));
+  auto* node = AddNode(g, "If", {"c"}, {"out"}, "if0");
+  onnx::GraphProto then_g = Branch("then", {"t_out"});
+  AddNode(&then_g, "Identity", {"x"}, {"t_out"});
+  onnx::GraphProto else_g = Branch("else", {"e_out"});
+  AddNode(&else_g, "Identity", {"y"}, {"e_out"});
+  SetGraph(node, "then_branch", then_g);
+  SetGraph(node, "else_branch", else_g);
+  return m;
+}
+
+TEST(IfTest, ReturnsOuterValuesThroughIdentityWithoutCopying) {
+  for (bool eliminate : {true, false}) {
+    SessionOptions options;
+    options.eliminate_identity = eliminate;
+    Session s = CreateSessionFromProto(IfOuterIdentity(), "", options).value();
+    Value x = Floats({3}, {1, 2, 3}), y = Floats({3}, {4, 5, 6});
+    auto a = s.Run({Bool(true), x, y}).value();
+    EXPECT_TRUE(a[0].SharesStorageWith(x));
+    auto b = s.Run({Bool(false), x, y}).value();
+    EXPECT_TRUE(b[0].SharesStorageWith(y));
+  }
+}
+
+TEST(IfTest, UntypedBranchOutputsWithDifferentShapes) {
+  onnx::ModelProto m = EmptyModel(11, 6);
+  auto* g = m.mutable_graph();
+  g->set_name("if_shapes");
+  AddValueInfo(g->mutable_input(), "c", BoolScalar());
+  AddValueInfo(g->mutable_output(), "out", Unshaped(E::kFloat));
+  auto* node = AddNode(g, "If", {"c"}, {"out"});
+  onnx::GraphProto then_g = Branch("then", {"a"});
+  SetFloatsConstant(AddNode(&then_g, "Constant", {}, {"a"}), {2}, {1, 2});
+  onnx::GraphProto else_g = Branch("else", {"b"});
+  SetFloatsConstant(AddNode(&else_g, "Constant", {}, {"b"}), {3}, {7, 8, 9});
+  SetGraph(node, "then_branch", then_g);
+  SetGraph(node, "else_branch", else_g);
+  Session s = MustCreate(m);
+  EXPECT_EQ(FloatsOf(s.Run({Bool(true)}).value()[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(FloatsOf(s.Run({Bool(false)}).value()[0]), (std::vector<float>{7, 8, 9}));
+}
+
+TEST(IfTest, BranchesMustAgreeOnStructure) {
+  onnx::ModelProto m = IfOuterIdentity();
+  auto* else_g = m.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g();
+  else_g->mutable_node(0)->set_op_type("SequenceConstruct");
+  EXPECT_CONTAINS(PlanError(m), "in then_branch but seq(tensor(float)) in else_branch");
+}
+
+// Three nested Ifs; the innermost adds a value from every level: a (main) + b1 + b2 + b3.
+onnx::ModelProto NestedIfs(int depth_extra = 0) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("nested");
+  AddValueInfo(g->mutable_input(), "c", BoolScalar());
+  AddValueInfo(g->mutable_input(), "a", F32({1}));
+  AddValueInfo(g->mutable_output(), "out", F32({1}));
+  onnx::GraphProto l3 = Branch("l3", {"r3"});
+  SetFloatsConstant(AddNode(&l3, "Constant", {}, {"b3"}), {1}, {1000});
+  AddNode(&l3, "Add", {"a", "b1"}, {"s1"});
+  AddNode(&l3, "Add", {"s1", "b2"}, {"s2"});
+  AddNode(&l3, "Add", {"s2", "b3"}, {"r3"});
+  onnx::GraphProto l2 = Branch("l2", {"r2"});
+  SetFloatsConstant(AddNode(&l2, "Constant", {}, {"b2"}), {1}, {100});
+  auto* if3 = AddNode(&l2, "If", {"c"}, {"r2"});
+  SetGraph(if3, "then_branch", l3);
+  SetGraph(if3, "else_branch", l3);
+  onnx::GraphProto l1 = Branch("l1", {"r1"});
+  SetFloatsConstant(AddNode(&l1, "Constant", {}, {"b1"}), {1}, {10});
+  auto* if2 = AddNode(&l1, "If", {"c"}, {"r1"});
+  // The two branches of one If must not define the same names either (they are siblings, not
+  // nested, so that is allowed): reuse l2 for both.
+  SetGraph(if2, "then_branch", l2);
+  SetGraph(if2, "else_branch", l2);
+  auto* if1 = AddNode(g, "If", {"c"}, {"out"});
+  SetGraph(if1, "then_branch", l1);
+  SetGraph(if1, "else_branch", l1);
+  (void)depth_extra;
+  return m;
+}
+
+TEST(IfTest, NestedThreeDeepReadsValuesFromEveryLevel) {
+  Session s = MustCreate(NestedIfs());
+  EXPECT_EQ(FloatsOf(s.Run({Bool(true), Floats({1}, {1})}).value()[0]),
+            (std::vector<float>{1111}));
+}
+
+TEST(IfTest, GraphDepthIsBoundedByTheLimit) {
+  SessionOptions options;
+  options.limits.max_graph_depth = 2;
+  auto s = CreateSessionFromProto(NestedIfs(), "", options);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(s.status().message(), "max_graph_depth 2");
+}
+
+TEST(IfTest, ShadowingAnOuterNameIsAnError) {
+  onnx::ModelProto m = IfOuterIdentity();
+  // The then-branch's Identity now writes 'y', a name of the main graph.
+  auto* then_g = m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g();
+  then_g->mutable_node(0)->set_output(0, "y");
+  then_g->mutable_output(0)->set_name("y");
+  EXPECT_CONTAINS(PlanError(m), "'y' shadows a value of an enclosing graph");
+}
+
+TEST(IfTest, UndefinedOuterNameIsReported) {
+  onnx::ModelProto m = IfOuterIdentity();
+  auto* then_g = m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g();
+  then_g->mutable_node(0)->set_input(0, "nowhere");
+  EXPECT_CONTAINS(PlanError(m), "input 'nowhere' is undefined");
+}
+
+// Loop with `m_name`/`cond_name` ('' to omit) carrying x: float[1] (+1 per iteration) and
+// producing the iteration number as a scan output. The body's condition output is `cond_expr`:
+// "keep" passes the incoming condition through, "stop" returns false.
+onnx::ModelProto CountingLoop(const std::string& m_name, const std::string& cond_name,
+                              const std::string& cond_expr = "keep") {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("loop");
+  if (!m_name.empty()) AddValueInfo(g->mutable_input(), m_name, I64Scalar());
+  if (!cond_name.empty()) AddValueInfo(g->mutable_input(), cond_name, BoolScalar());
+  AddValueInfo(g->mutable_input(), "x", F32({1}));
+  AddValueInfo(g->mutable_output(), "x_final", Unshaped(E::kFloat));
+  AddValueInfo(g->mutable_output(), "iters", Unshaped(E::kInt64));
+  auto* loop = AddNode(g, "Loop", {m_name, cond_name, "x"}, {"x_final", "iters"}, "loop0");
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", I64Scalar());
+  AddValueInfo(body.mutable_input(), "cond_in", BoolScalar());
+  AddValueInfo(body.mutable_input(), "x_in", F32({1}));
+  body.add_output()->set_name("cond_out");
+  body.add_output()->set_name("x_out");
+  body.add_output()->set_name("i_out");
+  SetFloatsConstant(AddNode(&body, "Constant", {}, {"one"}), {1}, {1});
+  AddNode(&body, "Add", {"x_in", "one"}, {"x_out"});
+  AddNode(&body, "Identity", {"i"}, {"i_out"});
+  if (cond_expr == "keep") {
+    AddNode(&body, "Identity", {"cond_in"}, {"cond_out"});
+  } else {
+    AddNode(&body, "Not", {"cond_in"}, {"cond_out"});
+  }
+  SetGraph(loop, "body", body);
+  return m;
+}
+
+std::vector<int64_t> Ints(const Value& v) {
+  auto s = v.tensor().data_as<int64_t>();
+  return {s.begin(), s.end()};
+}
+
+TEST(LoopTest, TripCountOnly) {
+  Session s = MustCreate(CountingLoop("M", ""));
+  auto out = s.Run({I64(4), Floats({1}, {0})}).value();
+  EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{4}));
+  EXPECT_EQ(Ints(out[1]), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(out[1].tensor().shape()[0], 4);
+}
+
+TEST(LoopTest, ConditionOnly) {
+  Session s = MustCreate(CountingLoop("", "c", "not"));
+  // true -> body returns false -> one iteration.
+  auto out = s.Run({Bool(true), Floats({1}, {0})}).value();
+  EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{1}));
+  // false at entry: zero iterations, scan output of shape [0, 1] (the body declares none: [0]).
+  auto none = s.Run({Bool(false), Floats({1}, {5})}).value();
+  EXPECT_EQ(FloatsOf(none[0]), (std::vector<float>{5}));
+  EXPECT_EQ(none[1].tensor().element_count(), 0);
+  EXPECT_EQ(none[1].tensor().shape()[0], 0);
+}
+
+TEST(LoopTest, TripCountAndCondition) {
+  Session s = MustCreate(CountingLoop("M", "c"));
+  auto out = s.Run({I64(3), Bool(true), Floats({1}, {0})}).value();
+  EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{3}));
+  auto zero = s.Run({I64(0), Bool(true), Floats({1}, {7})}).value();
+  EXPECT_EQ(FloatsOf(zero[0]), (std::vector<float>{7}));
+  EXPECT_EQ(zero[1].tensor().shape()[0], 0);
+}
+
+TEST(LoopTest, NeitherTripCountNorConditionRunsUntilCancelled) {
+  Session s = MustCreate(CountingLoop("", ""));
+  std::atomic<bool> cancel{false};
+  RunOptions options;
+  options.cancel = &cancel;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    cancel = true;
+  });
+  std::vector<Value> feeds = {Floats({1}, {0})};
+  auto out = s.Run(feeds, options);
+  stopper.join();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kCancelled);
+  EXPECT_CONTAINS(out.status().message(), "loop0");
+}
+
+TEST(LoopTest, DeadlineStopsAnEndlessLoop) {
+  Session s = MustCreate(CountingLoop("", ""));
+  RunOptions options;
+  options.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  std::vector<NamedValue> feeds = {{"x", Floats({1}, {0})}};
+  auto out = s.RunNamed(feeds, options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kDeadlineExceeded);
+}
+
+TEST(LoopTest, OmittedCarriedValuesAndScanOutputs) {
+  // The node may list fewer outputs than carried + scan values.
+  onnx::ModelProto m = CountingLoop("M", "");
+  m.mutable_graph()->mutable_node(0)->mutable_output()->RemoveLast();
+  m.mutable_graph()->mutable_output()->RemoveLast();
+  Session s = MustCreate(m);
+  EXPECT_EQ(FloatsOf(s.Run({I64(2), Floats({1}, {0})}).value()[0]), (std::vector<float>{2}));
+}
+
+// Loop-16 carrying a sequence (SequenceInsert of the iteration's x) and an optional.
+onnx::ModelProto SequenceLoop(bool empty_optional) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("seq_loop");
+  AddValueInfo(g->mutable_input(), "M", I64Scalar());
+  AddValueInfo(g->mutable_input(), "x", F32({1}));
+  AddValueInfo(g->mutable_output(), "seq", SequenceTypeProto(Unshaped(E::kFloat)));
+  AddValueInfo(g->mutable_output(), "opt", OptionalTypeProto(Unshaped(E::kFloat)));
+  AddNode(g, "SequenceEmpty", {}, {"empty"});
+  if (empty_optional) {
+    auto* o = AddNode(g, "Optional", {}, {"opt0"});
+    auto* a = o->add_attribute();
+    a->set_name("type");
+    a->set_type(onnx::AttributeProto::TYPE_PROTO);
+    *a->mutable_tp() = Unshaped(E::kFloat);
+  } else {
+    AddNode(g, "Optional", {"x"}, {"opt0"});
+  }
+  auto* loop = AddNode(g, "Loop", {"M", "", "empty", "opt0"}, {"seq", "opt"});
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", I64Scalar());
+  AddValueInfo(body.mutable_input(), "c", BoolScalar());
+  AddValueInfo(body.mutable_input(), "s_in", SequenceTypeProto(Unshaped(E::kFloat)));
+  AddValueInfo(body.mutable_input(), "o_in", OptionalTypeProto(Unshaped(E::kFloat)));
+  body.add_output()->set_name("c_out");
+  body.add_output()->set_name("s_out");
+  body.add_output()->set_name("o_out");
+  AddNode(&body, "Identity", {"c"}, {"c_out"});
+  AddNode(&body, "SequenceInsert", {"s_in", "x"}, {"s_out"});
+  AddNode(&body, "Identity", {"o_in"}, {"o_out"});
+  SetGraph(loop, "body", body);
+  return m;
+}
+
+TEST(LoopTest, CarriesSequencesAndOptionals) {
+  Value x = Floats({1}, {3});
+  Session s = MustCreate(SequenceLoop(false));
+  auto out = s.Run({I64(1000), x}).value();
+  ASSERT_EQ(out[0].sequence().size(), 1000u);
+  for (const Value& item : out[0].sequence().values()) EXPECT_TRUE(item.SharesStorageWith(x));
+  ASSERT_TRUE(out[1].optional().has_value());
+  EXPECT_TRUE(out[1].optional().value().SharesStorageWith(x));
+  Session e = MustCreate(SequenceLoop(true));
+  auto empty = e.Run({I64(3), x}).value();
+  EXPECT_EQ(empty[0].sequence().size(), 3u);
+  EXPECT_FALSE(empty[1].optional().has_value());
+}
+
+TEST(LoopTest, BodyInputCountMustMatch) {
+  onnx::ModelProto m = CountingLoop("M", "");
+  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g()->mutable_input()->RemoveLast();
+  EXPECT_CONTAINS(PlanError(m), "the body has 2 inputs; a Loop with 1 carried values needs 3");
+}
+
+// Scan-9+: sum over axis `axis` of x (direction `dir`), scan output = running sums stacked along
+// `out_axis` (direction `out_dir`).
+onnx::ModelProto ScanSum(int64_t axis, int64_t dir, int64_t out_axis, int64_t out_dir) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("scan");
+  AddValueInfo(g->mutable_input(), "init", F32({2}));
+  AddValueInfo(g->mutable_input(), "x", F32({-1, -1}));
+  AddValueInfo(g->mutable_output(), "sum", Unshaped(E::kFloat));
+  AddValueInfo(g->mutable_output(), "partial", Unshaped(E::kFloat));
+  auto* scan = AddNode(g, "Scan", {"init", "x"}, {"sum", "partial"});
+  AddIntAttribute(scan, "num_scan_inputs", 1);
+  auto ints = [&](const char* name, int64_t v) {
+    auto* a = scan->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(v);
+  };
+  ints("scan_input_axes", axis);
+  ints("scan_input_directions", dir);
+  ints("scan_output_axes", out_axis);
+  ints("scan_output_directions", out_dir);
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "s_in", F32({2}));
+  AddValueInfo(body.mutable_input(), "e", F32({2}));
+  body.add_output()->set_name("s_out");
+  body.add_output()->set_name("p");
+  AddNode(&body, "Add", {"s_in", "e"}, {"s_out"});
+  AddNode(&body, "Identity", {"s_out"}, {"p"});
+  SetGraph(scan, "body", body);
+  return m;
+}
+
+TEST(ScanTest, AxesAndDirections) {
+  // x = [[1, 2, 3], [4, 5, 6]]: scanning axis 1 gives slices [1,4], [2,5], [3,6].
+  Value x = Floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  Value init = Floats({2}, {0, 0});
+  auto fwd = MustCreate(ScanSum(1, 0, 0, 0)).Run({init, x}).value();
+  EXPECT_EQ(FloatsOf(fwd[0]), (std::vector<float>{6, 15}));
+  EXPECT_EQ(FloatsOf(fwd[1]), (std::vector<float>{1, 4, 3, 9, 6, 15}));  // [3, 2]
+  // Reverse input direction: slices [3,6], [2,5], [1,4]; output stacked along axis 1 ([2, 3]).
+  auto rev = MustCreate(ScanSum(-1, 1, 1, 0)).Run({init, x}).value();
+  EXPECT_EQ(rev[1].tensor().shape()[0], 2);
+  EXPECT_EQ(FloatsOf(rev[1]), (std::vector<float>{3, 5, 6, 6, 11, 15}));
+  // Prepending output: last iteration first.
+  auto pre = MustCreate(ScanSum(1, 0, 0, 1)).Run({init, x}).value();
+  EXPECT_EQ(FloatsOf(pre[1]), (std::vector<float>{6, 15, 3, 9, 1, 4}));
+}
+
+TEST(SequenceMapTest, ExtraInputsAndSeveralOutputs) {
+  onnx::ModelProto m = EmptyModel(17, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("map");
+  AddValueInfo(g->mutable_input(), "s", SequenceTypeProto(Unshaped(E::kFloat)));
+  AddValueInfo(g->mutable_input(), "t", F32({1}));
+  AddValueInfo(g->mutable_output(), "sums", SequenceTypeProto(Unshaped(E::kFloat)));
+  AddValueInfo(g->mutable_output(), "shapes", SequenceTypeProto(Unshaped(E::kInt64)));
+  auto* node = AddNode(g, "SequenceMap", {"s", "t"}, {"sums", "shapes"});
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "e", Unshaped(E::kFloat));
+  AddValueInfo(body.mutable_input(), "k", F32({1}));
+  body.add_output()->set_name("sum");
+  body.add_output()->set_name("shape");
+  AddNode(&body, "Add", {"e", "k"}, {"sum"});
+  AddNode(&body, "Shape", {"e"}, {"shape"});
+  SetGraph(node, "body", body);
+  Session session = MustCreate(m);
+  Value seq =
+      Value::MakeSequence(E::kFloat, {Floats({2}, {1, 2}), Floats({3}, {3, 4, 5})}).value();
+  auto out = session.Run({seq, Floats({1}, {10})}).value();
+  ASSERT_EQ(out[0].sequence().size(), 2u);
+  EXPECT_EQ(FloatsOf(out[0].sequence().at(1)), (std::vector<float>{13, 14, 15}));
+  EXPECT_EQ(Ints(out[1].sequence().at(0)), (std::vector<int64_t>{2}));
+  EXPECT_EQ(Ints(out[1].sequence().at(1)), (std::vector<int64_t>{3}));
+}
+
+// x -> Add(x, x) -> a1 -> Add(a1, x) -> a2 -> ... -> a_n: each intermediate is read once.
+onnx::ModelProto AddChain(int n, int64_t size) {
+  onnx::ModelProto m = EmptyModel(14, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("chain");
+  AddValueInfo(g->mutable_input(), "x", F32({size}));
+  AddValueInfo(g->mutable_output(), "y", F32({size}));
+  std::string prev = "x";
+  for (int i = 0; i < n; ++i) {
+    const std::string out = i + 1 == n ? "y" : "a" + std::to_string(i);
+    AddNode(g, "Add", {prev, "x"}, {out}, "add" + std::to_string(i));
+    prev = out;
+  }
+  return m;
+}
+
+TEST(BudgetTest, LivenessFreesIntermediatesSoLongChainsFitTheBudget) {
+  // 1 MiB tensors, 50 steps: 50 MiB if nothing were freed; about 2 MiB live at any time.
+  const int64_t size = 1 << 18;
+  SessionOptions options;
+  options.limits.max_run_bytes = 4u << 20;
+  Session s = CreateSessionFromProto(AddChain(50, size), "", options).value();
+  std::vector<float> data(static_cast<size_t>(size), 1.0f);
+  Value x = Floats({size}, data);
+  auto out = s.Run({x});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(FloatsOf(out.value()[0])[0], 51.0f);
+}
+
+TEST(BudgetTest, CrossingTheRunBudgetNamesTheNode) {
+  SessionOptions options;
+  options.limits.max_run_bytes = 1u << 20;  // one 1 MiB tensor does not fit with its overhead
+  Session s = CreateSessionFromProto(AddChain(3, 1 << 18), "", options).value();
+  std::vector<float> data(1 << 18, 1.0f);
+  auto out = s.Run({Floats({1 << 18}, data)});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(out.status().message(), "node 'add0'");
+  EXPECT_CONTAINS(out.status().message(), "max_run_bytes");
+}
+
+TEST(BudgetTest, DoublingThroughSequencesIsStoppedByTheBudget) {
+  // x -> SequenceConstruct(x, x) -> ConcatFromSequence -> doubles, 40 times.
+  onnx::ModelProto m = EmptyModel(14, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("doubling");
+  AddValueInfo(g->mutable_input(), "x", F32({-1}));
+  AddValueInfo(g->mutable_output(), "y", Unshaped(E::kFloat));
+  std::string prev = "x";
+  for (int i = 0; i < 40; ++i) {
+    AddNode(g, "SequenceConstruct", {prev, prev}, {"s" + std::to_string(i)});
+    const std::string out = i + 1 == 40 ? "y" : "c" + std::to_string(i);
+    auto* c = AddNode(g, "ConcatFromSequence", {"s" + std::to_string(i)}, {out},
+                      "concat" + std::to_string(i));
+    AddIntAttribute(c, "axis", 0);
+    prev = out;
+  }
+  SessionOptions options;
+  options.limits.max_run_bytes = 64u << 20;
+  Session s = CreateSessionFromProto(m, "", options).value();
+  auto out = s.Run({Floats({1024}, std::vector<float>(1024, 1))});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(out.status().message(), "node 'concat");
+}
+
+TEST(ScaleTest, ManyInputsByNameAndManyOutputs) {
+  // 40,000 inputs fed by name, each also a graph output, plus 160,000 outputs of one Identity.
+  onnx::ModelProto m = EmptyModel(14, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("wide");
+  std::vector<NamedValue> feeds;
+  Value v = Floats({1}, {1});
+  for (int i = 0; i < 40000; ++i) {
+    const std::string name = "x" + std::to_string(i);
+    AddValueInfo(g->mutable_input(), name, F32({1}));
+    AddValueInfo(g->mutable_output(), name, F32({1}));
+    feeds.push_back({name, v});
+  }
+  Session s = MustCreate(m);
+  auto out = s.RunNamed(feeds);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(out->size(), 40000u);
+
+  onnx::ModelProto wide = EmptyModel(14, 8);
+  auto* w = wide.mutable_graph();
+  w->set_name("outputs");
+  AddValueInfo(w->mutable_input(), "x", F32({1}));
+  AddNode(w, "Add", {"x", "x"}, {"y"});
+  for (int i = 0; i < 160000; ++i) AddValueInfo(w->mutable_output(), "y", F32({1}));
+  // Listing one output many times is refused, but only after a linear scan.
+  EXPECT_CONTAINS(PlanError(wide), "graph output 'y' is listed twice");
+}
+
+// ---- Kernels through KernelRunner -------------------------------------------------------------
+
+uint16_t HalfBits(const Value& v, size_t i) { return v.tensor().data_as<uint16_t>()[i]; }
+
+TEST(KernelRunnerTest, AddBroadcastsAndWrapsIntegers) {
+  auto a = MakeTensorOf<int32_t>(E::kInt32, {2, 1}, {INT32_MAX, 1});
+  auto b = MakeTensorOf<int32_t>(E::kInt32, {3}, {1, 2, 3});
+  auto out = KernelRunner("Add", 14).Run({a, b}).value();
+  ASSERT_EQ(out[0].tensor().shape().size(), 2u);
+  auto r = out[0].tensor().data_as<int32_t>();
+  EXPECT_EQ(std::vector<int32_t>(r.begin(), r.end()),
+            (std::vector<int32_t>{INT32_MIN, INT32_MIN + 1, INT32_MIN + 2, 2, 3, 4}));
+  auto a22 = MakeTensorOf<int32_t>(E::kInt32, {2, 2}, {1, 2, 3, 4});
+  auto bad = KernelRunner("Add", 14).Run({a22, b});
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_CONTAINS(bad.status().message(), "cannot be broadcast");
+  // uint8 needs Add-14.
+  auto u8 = MakeTensorOf<uint8_t>(E::kUint8, {1}, {250});
+  EXPECT_FALSE(KernelRunner("Add", 13).Run({u8, u8}).ok());
+  EXPECT_EQ(KernelRunner("Add", 14).Run({u8, u8}).value()[0].tensor().data_as<uint8_t>()[0], 244);
+}
+
+TEST(KernelRunnerTest, AddRoundsFloat16AndBfloat16ToNearestEven) {
+  // float16: 1 + 2^-11 is exactly halfway between 1 and 1 + 2^-10: ties to even gives 1.
+  // 1 + 3*2^-11 is halfway between 1+2^-10 and 1+2^-9... ties to even gives 1 + 2^-9 (0x3C02).
+  auto a = MakeTensorOf<uint16_t>(E::kFloat16, {3}, {0x3C00, 0x3C01, 0x7BFF});
+  auto b = MakeTensorOf<uint16_t>(E::kFloat16, {3}, {0x1000, 0x1000, 0x7BFF});
+  auto out = KernelRunner("Add", 14).Run({a, b}).value();
+  EXPECT_EQ(HalfBits(out[0], 0), 0x3C00);  // 1 + 2^-11 -> 1
+  EXPECT_EQ(HalfBits(out[0], 1), 0x3C02);  // (1 + 2^-10) + 2^-11 -> 1 + 2^-9
+  EXPECT_EQ(HalfBits(out[0], 2), 0x7C00);  // 65504 + 65504 -> inf
+  // bfloat16: 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even gives 1 (0x3F80).
+  auto x = MakeTensorOf<uint16_t>(E::kBfloat16, {2}, {0x3F80, 0x3F81});
+  auto y = MakeTensorOf<uint16_t>(E::kBfloat16, {2}, {0x3B80, 0x3B80});
+  auto r = KernelRunner("Add", 13).Run({x, y}).value();
+  EXPECT_EQ(HalfBits(r[0], 0), 0x3F80);
+  EXPECT_EQ(HalfBits(r[0], 1), 0x3F82);
+  EXPECT_FALSE(KernelRunner("Add", 7).Run({x, y}).ok());  // bfloat16 needs Add-13
+}
+
+TEST(KernelRunnerTest, SliceWithNegativeStepsAndClamping) {
+  auto x = MakeTensorOf<int64_t>(E::kInt64, {5}, {0, 1, 2, 3, 4});
+  auto starts = MakeTensorOf<int64_t>(E::kInt64, {1}, {-1});
+  auto ends = MakeTensorOf<int64_t>(E::kInt64, {1}, {INT64_MIN});
+  auto axes = MakeTensorOf<int64_t>(E::kInt64, {1}, {0});
+  auto steps = MakeTensorOf<int64_t>(E::kInt64, {1}, {-2});
+  auto out = KernelRunner("Slice", 13).Run({x, starts, ends, axes, steps}).value();
+  EXPECT_EQ(Ints(out[0]), (std::vector<int64_t>{4, 2, 0}));
+  auto zero = MakeTensorOf<int64_t>(E::kInt64, {1}, {0});
+  auto bad = KernelRunner("Slice", 13).Run({x, starts, ends, axes, zero});
+  EXPECT_CONTAINS(bad.status().message(), "a step of 0");
+}
+
+TEST(KernelRunnerTest, ShapeStartEndAndUnsqueezeSharesBytes) {
+  Value x = Floats({2, 3, 4}, std::vector<float>(24, 0));
+  EXPECT_EQ(Ints(KernelRunner("Shape", 15).IntAttr("start", -1).Run({x}).value()[0]),
+            (std::vector<int64_t>{4}));
+  EXPECT_EQ(Ints(KernelRunner("Shape", 15).IntAttr("end", -1).Run({x}).value()[0]),
+            (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Ints(KernelRunner("Shape", 15).IntAttr("start", -10).IntAttr("end", 10).Run({x})
+                     .value()[0]),
+            (std::vector<int64_t>{2, 3, 4}));
+  // Shape-1 does not take start.
+  auto axes = MakeTensorOf<int64_t>(E::kInt64, {2}, {0, -1});
+  auto u = KernelRunner("Unsqueeze", 13).Run({x, axes}).value();
+  EXPECT_EQ(std::vector<int64_t>(u[0].tensor().shape().begin(), u[0].tensor().shape().end()),
+            (std::vector<int64_t>{1, 2, 3, 4, 1}));
+  EXPECT_EQ(u[0].tensor().data().data(), x.tensor().data().data());
+  auto u11 = KernelRunner("Unsqueeze", 11).IntsAttr("axes", {1}).Run({x}).value();
+  EXPECT_EQ(u11[0].tensor().shape()[1], 1);
+  auto dup = KernelRunner("Unsqueeze", 13).Run({x, MakeTensorOf<int64_t>(E::kInt64, {2}, {1, 1})});
+  EXPECT_CONTAINS(dup.status().message(), "repeated");
+}
+
+TEST(KernelRunnerTest, ConstantForms) {
+  Attribute ints;
+  ints.name = "value_ints";
+  ints.kind = Attribute::Kind::kInts;
+  ints.ints = {5, 6};
+  EXPECT_EQ(Ints(KernelRunner("Constant", 13).Attr(ints).Run({}).value()[0]),
+            (std::vector<int64_t>{5, 6}));
+  // value_ints arrived in Constant-12.
+  EXPECT_FALSE(KernelRunner("Constant", 11).Attr(ints).Run({}).ok());
+  Attribute s;
+  s.name = "value_string";
+  s.kind = Attribute::Kind::kString;
+  s.s = std::string("a\0b", 3);
+  auto str = KernelRunner("Constant", 12).Attr(s).Run({}).value();
+  EXPECT_EQ(str[0].tensor().strings()[0], std::string("a\0b", 3));
+  Attribute sparse;
+  sparse.name = "sparse_value";
+  sparse.kind = Attribute::Kind::kOther;
+  auto r = KernelRunner("Constant", 13).Attr(sparse).Run({});
+  EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
+  auto none = KernelRunner("Constant", 13).Run({});
+  EXPECT_CONTAINS(none.status().message(), "exactly one");
+}
+
+TEST(KernelRunnerTest, NotAndRegistryRanges) {
+  auto b = MakeTensorOf<uint8_t>(E::kBool, {2}, {0, 1});
+  auto out = KernelRunner("Not", 1).Run({b}).value();
+  EXPECT_EQ(out[0].tensor().data_as<uint8_t>()[0], 1);
+  EXPECT_EQ(out[0].tensor().data_as<uint8_t>()[1], 0);
+  // [since, end] ranges: Slice-10 covers 10; opset 9 has no Slice idem implements.
+  const auto& r = KernelRegistry::Default();
+  EXPECT_EQ(r.Resolve("", "Slice", 10)->since_version, 10);
+  EXPECT_EQ(r.Resolve("", "Slice", 10)->end_version, 10);
+  EXPECT_EQ(r.Resolve("", "Slice", 12)->since_version, 11);
+  EXPECT_EQ(r.Resolve("", "Slice", 9), nullptr);
+  EXPECT_EQ(r.Resolve("", "If", 15)->since_version, 13);
+  EXPECT_EQ(r.Resolve("", "Scan", 10)->since_version, 9);
+}
+
+}  // namespace
+}  // namespace idem::testing
