@@ -20,6 +20,10 @@
 //   tiny_throughput/threads:1|2  runs/s of one shared Session           2 threads >= 1.6x
 //   optimize_100k_chain   OptimizeModelBytes on a 100,000-node Identity chain's bytes (issue 9:
 //                         parse, analyse, rewrite, serialize)           <= 500 ms
+//   if_outer_identity     If whose branch returns an outer value via Identity  <= 5x tiny
+//   loop_seq_insert_10k   Loop inserting float[5] into a sequence 10,000 times
+//   loop_seq_insert_100k  same, 100,000 times                           <= 12x loop_seq_insert_10k
+//   loop_carried_256MiB   256 MiB float carried through 10 Identity-body iterations <= 10x tiny
 //
 // Extra modes (not benchmarks):
 //   idem_bench --make_external_model DIR   write DIR/model.onnx + DIR/weights.bin (256 MiB).
@@ -517,6 +521,57 @@ void BM_tiny_throughput(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * threads * kRunsPerThread);
 }
 
+// ---- Control flow (issue 11) ------------------------------------------------------------------
+
+Value Int64Scalar(int64_t v) {
+  auto r = Value::MakeTensor(ElementType::kInt64, {},
+                             Buffer::CopyOf(std::as_bytes(std::span(&v, 1))).value());
+  if (!r.ok()) Die(r.status().ToString());
+  return std::move(r).value();
+}
+
+Value BoolScalar(bool b) {
+  const uint8_t v = b ? 1 : 0;
+  auto r = Value::MakeTensor(ElementType::kBool, {},
+                             Buffer::CopyOf(std::as_bytes(std::span(&v, 1))).value());
+  if (!r.ok()) Die(r.status().ToString());
+  return std::move(r).value();
+}
+
+void BM_if_outer_identity(benchmark::State& state) {
+  static Case c{MakeSession(models::IfOuterIdentityModel(5)),
+                {BoolScalar(true), FloatTensor({5}), FloatTensor({5})},
+                {}};
+  if (!CheckAliases(state, c, c.feeds[1])) return;
+  RunLoop(state, c);
+}
+
+void LoopSeqInsert(benchmark::State& state, int64_t n) {
+  Case c{MakeSession(models::LoopModel(true, 5)), {Int64Scalar(n), FloatTensor({5})}, {}};
+  auto out = c.session->Run(c.feeds);
+  if (!out.ok() || (*out)[0].sequence().size() != static_cast<size_t>(n)) {
+    state.SkipWithError(out.ok() ? "wrong length" : out.status().ToString().c_str());
+    return;
+  }
+  RunLoop(state, c);
+}
+
+void BM_loop_seq_insert_10k(benchmark::State& state) { LoopSeqInsert(state, 10000); }
+void BM_loop_seq_insert_100k(benchmark::State& state) { LoopSeqInsert(state, 100000); }
+
+void BM_loop_carried_256MiB(benchmark::State& state) {
+  static Case c = [] {
+    auto x = Value::MakeTensor(ElementType::kFloat, {kBigFloats},
+                               Buffer::Borrow(Big().src.data(), kBig));
+    if (!x.ok()) Die(x.status().ToString());
+    return Case{MakeSession(models::LoopModel(false, kBigFloats)),
+                {Int64Scalar(10), std::move(x).value()},
+                {}};
+  }();
+  if (!CheckAliases(state, c, c.feeds[1])) return;
+  RunLoop(state, c);
+}
+
 // Names are stable (compared over time). The summary (bench/summarize.py) reads real_time
 // medians; bytes/s and items/s printed by the library are from CPU time except for the threaded
 // case, which uses wall time (runs per second of the whole process).
@@ -551,6 +606,10 @@ BENCHMARK(BM_external_256MiB_run)->Name("external_256MiB_run");
 BENCHMARK(BM_memcpy_256MiB)->Name("memcpy_256MiB")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_copy_out_256MiB)->Name("copy_out_256MiB")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_optimize_100k_chain)->Name("optimize_100k_chain")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_if_outer_identity)->Name("if_outer_identity");
+BENCHMARK(BM_loop_seq_insert_10k)->Name("loop_seq_insert_10k")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_loop_seq_insert_100k)->Name("loop_seq_insert_100k")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_loop_carried_256MiB)->Name("loop_carried_256MiB");
 BENCHMARK(BM_tiny_throughput)
     ->Name("tiny_throughput/threads")
     ->Arg(1)

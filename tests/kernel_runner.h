@@ -16,7 +16,7 @@ namespace idem::testing {
 class NoSubgraphs final : public RunContext {
  public:
   using RunContext::RunContext;
-  Result<std::vector<Value>> RunSubgraph(int32_t, std::span<Value>) override {
+  Status RunSubgraph(int32_t, std::span<Value>, std::span<Value>) override {
     return Status(StatusCode::kInternal, "KernelRunner has no subgraphs");
   }
 };

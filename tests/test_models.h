@@ -146,6 +146,72 @@ inline Value Floats(std::vector<int64_t> shape, std::vector<float> values) {
   return MakeTensorOf(ElementType::kFloat, std::move(shape), std::move(values));
 }
 
+inline void SetGraphAttribute(onnx::NodeProto* node, const std::string& name,
+                              const onnx::GraphProto& g) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  *a->mutable_g() = g;
+}
+
+// c: bool, x, y: float[n] -> If(c; then: Identity(x), else: Identity(y)) -> out (opset 16).
+inline onnx::ModelProto IfOuterIdentityModel(int64_t n) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("if_outer_identity");
+  AddValueInfo(g->mutable_input(), "c", TensorTypeProto(ElementType::kBool, {}));
+  AddValueInfo(g->mutable_input(), "x", TensorTypeProto(ElementType::kFloat, {n}));
+  AddValueInfo(g->mutable_input(), "y", TensorTypeProto(ElementType::kFloat, {n}));
+  AddValueInfo(g->mutable_output(), "out", TensorTypeProto(ElementType::kFloat, {n}));
+  auto* node = AddNode(g, "If", {"c"}, {"out"}, "if0");
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    onnx::GraphProto b;
+    b.set_name(branch);
+    const bool then = branch[0] == 't';
+    b.add_output()->set_name(then ? "t_out" : "e_out");
+    AddNode(&b, "Identity", {then ? "x" : "y"}, {then ? "t_out" : "e_out"});
+    SetGraphAttribute(node, branch, b);
+  }
+  return m;
+}
+
+// M: int64, x: float[n] -> Loop(M; carried: `carried`) -> out, where the body either inserts x
+// into a carried sequence (`insert`: the initial value is SequenceEmpty) or passes x through
+// Identity (a carried tensor).
+inline onnx::ModelProto LoopModel(bool insert, int64_t n) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name(insert ? "loop_seq_insert" : "loop_carried");
+  const onnx::TypeProto x_type = TensorTypeProto(ElementType::kFloat, {n});
+  onnx::TypeProto unshaped;
+  unshaped.mutable_tensor_type()->set_elem_type(static_cast<int32_t>(ElementType::kFloat));
+  const onnx::TypeProto carried_type = insert ? SequenceTypeProto(unshaped) : x_type;
+  AddValueInfo(g->mutable_input(), "M", TensorTypeProto(ElementType::kInt64, {}));
+  AddValueInfo(g->mutable_input(), "x", x_type);
+  AddValueInfo(g->mutable_output(), "out", carried_type);
+  std::string initial = "x";
+  if (insert) {
+    AddNode(g, "SequenceEmpty", {}, {"empty"});
+    initial = "empty";
+  }
+  auto* loop = AddNode(g, "Loop", {"M", "", initial}, {"out"}, "loop0");
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", TensorTypeProto(ElementType::kInt64, {}));
+  AddValueInfo(body.mutable_input(), "c", TensorTypeProto(ElementType::kBool, {}));
+  AddValueInfo(body.mutable_input(), "v_in", carried_type);
+  body.add_output()->set_name("c_out");
+  body.add_output()->set_name("v_out");
+  AddNode(&body, "Identity", {"c"}, {"c_out"});
+  if (insert) {
+    AddNode(&body, "SequenceInsert", {"v_in", "x"}, {"v_out"});
+  } else {
+    AddNode(&body, "Identity", {"v_in"}, {"v_out"});
+  }
+  SetGraphAttribute(loop, "body", body);
+  return m;
+}
+
 #define EXPECT_CONTAINS(haystack, needle) \
   EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
 

@@ -61,9 +61,42 @@ Type MergeTypes(const Type& a, const Type& b) {
   return Type::Optional(MergeTypes(a.element(), b.element()));
 }
 
+// A run of Values kept on the stack when short (the common case), so control flow allocates
+// nothing per run or per iteration for its own bookkeeping.
+class InlineValues {
+ public:
+  explicit InlineValues(size_t capacity) {
+    if (capacity > kInline) heap_.reserve(capacity);
+  }
+  void clear() {
+    for (size_t i = 0; i < size_; ++i) data()[i] = Value();
+    size_ = 0;
+    heap_.clear();
+  }
+  void push_back(Value v) {
+    if (heap_.capacity() > 0) {
+      heap_.push_back(std::move(v));
+    } else {
+      inline_[size_] = std::move(v);
+    }
+    ++size_;
+  }
+  Value* data() { return heap_.capacity() > 0 ? heap_.data() : inline_; }
+  size_t size() const { return size_; }
+  Value& operator[](size_t i) { return data()[i]; }
+  operator std::span<Value>() { return {data(), size_}; }  // NOLINT: span view
+
+ private:
+  static constexpr size_t kInline = 8;
+  Value inline_[kInline];
+  std::vector<Value> heap_;
+  size_t size_ = 0;
+};
+
 // Copies the captured outer values of `info` from the node's inputs after the formal ones.
+template <typename Feeds>
 void AppendCaptures(const SubgraphInfo& info, std::span<const Value* const> inputs,
-                    std::vector<Value>& feeds) {
+                    Feeds& feeds) {
   for (uint32_t k = 0; k < info.capture_count; ++k) feeds.push_back(*inputs[info.capture_offset + k]);
 }
 
@@ -99,14 +132,21 @@ class IfKernel final : public Kernel {
                  std::span<Value> outputs) const override {
     IDEM_ASSIGN_OR_RETURN(bool cond, tensor_util::ReadBool(*inputs[0], "input 'cond'"));
     const SubgraphInfo& branch = cond ? then_ : else_;
-    std::vector<Value> feeds;
-    feeds.reserve(branch.capture_count);
-    AppendCaptures(branch, inputs, feeds);
-    auto result = ctx.RunSubgraph(branch.handle, feeds);
-    if (!result.ok()) {
-      return std::move(result).take_status().WithContext(cond ? "then_branch" : "else_branch");
+    // The captured values, on the stack when few (the common case): no allocation per run.
+    constexpr size_t kInline = 4;
+    Value inline_feeds[kInline];
+    std::vector<Value> heap_feeds;
+    std::span<Value> feeds(inline_feeds, std::min<size_t>(branch.capture_count, kInline));
+    if (branch.capture_count > kInline) {
+      heap_feeds.resize(branch.capture_count);
+      feeds = heap_feeds;
     }
-    for (size_t o = 0; o < outputs.size(); ++o) outputs[o] = std::move((*result)[o]);
+    for (uint32_t k = 0; k < branch.capture_count; ++k) {
+      feeds[k] = *inputs[branch.capture_offset + k];
+    }
+    // The branch's outputs are the node's outputs: handed back as they are, never copied.
+    Status status = ctx.RunSubgraph(branch.handle, feeds, outputs);
+    if (!status.ok()) return std::move(status).WithContext(cond ? "then_branch" : "else_branch");
     return {};
   }
 
@@ -252,7 +292,8 @@ Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
 
 class LoopKernel final : public Kernel {
  public:
-  explicit LoopKernel(LoopPlan plan) : plan_(std::move(plan)) {}
+  LoopKernel(LoopPlan plan, Value true_value, Value false_value)
+      : plan_(std::move(plan)), true_(std::move(true_value)), false_(std::move(false_value)) {}
 
   Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
                  std::span<Value> outputs) const override {
@@ -265,18 +306,28 @@ class LoopKernel final : public Kernel {
       IDEM_ASSIGN_OR_RETURN(cond, tensor_util::ReadBool(*inputs[1], "input 'cond'"));
     }
     const size_t n = plan_.carried;
-    std::vector<Value> carried(n);
-    for (size_t j = 0; j < n; ++j) carried[j] = *inputs[2 + j];
+    InlineValues carried(n);
+    for (size_t j = 0; j < n; ++j) carried.push_back(*inputs[2 + j]);
     std::vector<std::vector<Value>> scans(plan_.scans);
     HeldBytes held_carried(ctx), held_scans(ctx);
-    std::vector<Value> feeds;
+    // Feeds and outputs are reused across iterations: no allocation per iteration beyond what
+    // the body itself makes.
+    InlineValues feeds(2 + n + plan_.body.capture_count);
+    InlineValues out(plan_.body.output_types.size());
+    for (size_t o = 0; o < plan_.body.output_types.size(); ++o) out.push_back(Value());
+    Value cond_value = true_;  // only read while cond is true
     for (int64_t i = 0; (!trip_count || i < *trip_count) && cond; ++i) {
       IDEM_RETURN_IF_ERROR(ctx.CheckInterrupt());
       feeds.clear();
-      IDEM_ASSIGN_OR_RETURN(Value iteration, tensor_util::MakeInt64Scalar(i));
-      IDEM_ASSIGN_OR_RETURN(Value condition, tensor_util::MakeBoolScalar(cond));
-      feeds.push_back(std::move(iteration));
-      feeds.push_back(std::move(condition));
+      if (plan_.body.input_used[0]) {
+        IDEM_ASSIGN_OR_RETURN(Value iteration, tensor_util::MakeInt64Scalar(i));
+        feeds.push_back(std::move(iteration));
+      } else {
+        feeds.push_back(Value());  // the body never reads it
+      }
+      // The condition fed in is the previous iteration's condition output, moved (no reference
+      // count traffic when the body passes it through).
+      feeds.push_back(std::move(cond_value));
       // Moved, not copied: a value only the loop holds stays unshared inside the body.
       for (size_t j = 0; j < n; ++j) {
         if (plan_.wrap[j] && !carried[j].is_optional()) {
@@ -286,12 +337,12 @@ class LoopKernel final : public Kernel {
         feeds.push_back(std::move(carried[j]));
       }
       AppendCaptures(plan_.body, inputs, feeds);
-      auto result = ctx.RunSubgraph(plan_.body.handle, feeds);
-      if (!result.ok()) {
-        return std::move(result).take_status().WithContext(fmt::format("body, iteration {}", i));
+      Status status = ctx.RunSubgraph(plan_.body.handle, feeds, out);
+      if (!status.ok()) {
+        return std::move(status).WithContext(fmt::format("body, iteration {}", i));
       }
-      std::vector<Value>& out = *result;
-      IDEM_ASSIGN_OR_RETURN(cond, tensor_util::ReadBool(out[0], "the body's condition output"));
+      cond_value = std::move(out[0]);
+      IDEM_ASSIGN_OR_RETURN(cond, tensor_util::ReadBool(cond_value, "the body's condition output"));
       uint64_t carried_bytes = 0;
       for (size_t j = 0; j < n; ++j) {
         carried[j] = std::move(out[1 + j]);
@@ -336,6 +387,7 @@ class LoopKernel final : public Kernel {
 
  private:
   LoopPlan plan_;
+  Value true_, false_;  // the first condition fed to the body: immutable, shared by every run
 };
 
 KernelSchema LoopSchema(int version) {
@@ -372,7 +424,9 @@ KernelSchema LoopSchema(int version) {
   };
   s.create = [](const NodeContext& ctx) -> Result<std::unique_ptr<Kernel>> {
     IDEM_ASSIGN_OR_RETURN(LoopPlan plan, PlanLoop(ctx));
-    return MakeKernel<LoopKernel>(std::move(plan));
+    IDEM_ASSIGN_OR_RETURN(Value t, tensor_util::MakeBoolScalar(true));
+    IDEM_ASSIGN_OR_RETURN(Value f, tensor_util::MakeBoolScalar(false));
+    return MakeKernel<LoopKernel>(std::move(plan), std::move(t), std::move(f));
   };
   return s;
 }
@@ -598,6 +652,7 @@ class ScanKernel final : public Kernel {
     std::vector<std::vector<Value>> scans(plan_.scan_outputs);
     HeldBytes held(ctx);
     std::vector<Value> feeds;
+    std::vector<Value> out(plan_.body.output_types.size());
     for (int64_t t = 0; t < length; ++t) {
       IDEM_RETURN_IF_ERROR(ctx.CheckInterrupt());
       feeds.clear();
@@ -609,13 +664,13 @@ class ScanKernel final : public Kernel {
         feeds.push_back(std::move(slice));
       }
       AppendCaptures(plan_.body, inputs, feeds);
-      auto result = ctx.RunSubgraph(plan_.body.handle, feeds);
-      if (!result.ok()) {
-        return std::move(result).take_status().WithContext(fmt::format("body, iteration {}", t));
+      Status status = ctx.RunSubgraph(plan_.body.handle, feeds, out);
+      if (!status.ok()) {
+        return std::move(status).WithContext(fmt::format("body, iteration {}", t));
       }
-      for (size_t j = 0; j < plan_.states; ++j) states[j] = std::move((*result)[j]);
+      for (size_t j = 0; j < plan_.states; ++j) states[j] = std::move(out[j]);
       for (size_t k = 0; k < plan_.scan_outputs; ++k) {
-        Value& v = (*result)[plan_.states + k];
+        Value& v = out[plan_.states + k];
         if (!v.is_tensor()) return Status(StatusCode::kRuntimeError, "scan outputs must be tensors");
         IDEM_RETURN_IF_ERROR(held.Add(ValueBytes(v)));
         scans[k].push_back(std::move(v));
@@ -736,6 +791,7 @@ class SequenceMapKernel final : public Kernel {
     std::vector<std::vector<Value>> results(outputs.size());
     HeldBytes held(ctx);
     std::vector<Value> feeds;
+    std::vector<Value> out(outputs.size());
     for (size_t n = 0; n < length; ++n) {
       IDEM_RETURN_IF_ERROR(ctx.CheckInterrupt());
       feeds.clear();
@@ -743,13 +799,13 @@ class SequenceMapKernel final : public Kernel {
         feeds.push_back(plan_.is_sequence[i] ? inputs[i]->sequence().at(n) : *inputs[i]);
       }
       AppendCaptures(plan_.body, inputs, feeds);
-      auto result = ctx.RunSubgraph(plan_.body.handle, feeds);
-      if (!result.ok()) {
-        return std::move(result).take_status().WithContext(fmt::format("body, element {}", n));
+      Status status = ctx.RunSubgraph(plan_.body.handle, feeds, out);
+      if (!status.ok()) {
+        return std::move(status).WithContext(fmt::format("body, element {}", n));
       }
       for (size_t o = 0; o < outputs.size(); ++o) {
-        IDEM_RETURN_IF_ERROR(held.Add(ValueBytes((*result)[o])));
-        results[o].push_back(std::move((*result)[o]));
+        IDEM_RETURN_IF_ERROR(held.Add(ValueBytes(out[o])));
+        results[o].push_back(std::move(out[o]));
       }
     }
     for (size_t o = 0; o < outputs.size(); ++o) {

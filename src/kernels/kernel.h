@@ -41,8 +41,10 @@ class RunContext {
 
   // Runs subgraph `handle` (from SubgraphInfo) with `feeds`: its formal inputs followed by its
   // captured outer values. Feeds are moved from (so a value the caller owns alone stays unshared
-  // and can be extended in place). Returns the subgraph's outputs.
-  virtual Result<std::vector<Value>> RunSubgraph(int32_t handle, std::span<Value> feeds) = 0;
+  // and can be extended in place). `outputs` (one per subgraph output) receives the results; no
+  // allocation is needed for either, so a loop can reuse both across iterations.
+  virtual Status RunSubgraph(int32_t handle, std::span<Value> feeds,
+                             std::span<Value> outputs) = 0;
 
   // kCancelled / kDeadlineExceeded when the run must stop. Control flow calls it per iteration.
   Status CheckInterrupt() const {
@@ -118,6 +120,7 @@ struct SubgraphInfo {
   int32_t handle = -1;              // for RunContext::RunSubgraph
   std::vector<Type> output_types;   // inferred (declared where the subgraph declares them)
   std::vector<Type> input_types;    // the formal inputs' types as planned
+  std::vector<bool> input_used;     // whether the body reads each formal input at all
   uint32_t capture_offset = 0;      // where this subgraph's captured values start in the inputs
   uint32_t capture_count = 0;       // of the owning node at run time
 };
@@ -208,7 +211,7 @@ Result<int64_t> GetIntAttribute(const NodeDef& node, const std::string& name,
                                 std::optional<int64_t> default_value);
 
 // Reads a scalar (or single-element) int32/int64 tensor, e.g. a position input.
-Result<int64_t> ReadScalarIndex(const Value& value, const std::string& input_name);
+Result<int64_t> ReadScalarIndex(const Value& value, std::string_view input_name);
 
 // A tensor of `count` elements of `type`: allocation size with overflow checks against limits.
 Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits);

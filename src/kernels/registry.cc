@@ -118,7 +118,7 @@ Result<int64_t> GetIntAttribute(const NodeDef& node, const std::string& name,
   return a->i;
 }
 
-Result<int64_t> ReadScalarIndex(const Value& value, const std::string& input_name) {
+Result<int64_t> ReadScalarIndex(const Value& value, std::string_view input_name) {
   const Tensor& t = value.tensor();
   if (t.element_count() != 1 || t.rank() > 1) {
     return Status(StatusCode::kInvalidArgument,

@@ -46,7 +46,7 @@ Result<Value> MakeInt64Scalar(int64_t value) {
   return MakeInt64Tensor({}, std::span<const int64_t>(&value, 1));
 }
 
-Result<bool> ReadBool(const Value& value, const std::string& what) {
+Result<bool> ReadBool(const Value& value, std::string_view what) {
   const Tensor& t = value.tensor();
   if (t.element_type() != ElementType::kBool || t.element_count() != 1) {
     return Status(StatusCode::kInvalidArgument,

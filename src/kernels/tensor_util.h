@@ -23,7 +23,7 @@ Result<Value> MakeBoolScalar(bool value);
 Result<Value> MakeInt64Scalar(int64_t value);
 
 // Reads a single-element bool tensor.
-Result<bool> ReadBool(const Value& value, const std::string& what);
+Result<bool> ReadBool(const Value& value, std::string_view what);
 
 // Stacks same-typed, same-shaped tensors along a new axis `axis` (0 <= axis <= rank): the result
 // has shape[axis] = parts.size(). `empty_shape` gives the element shape when parts is empty.

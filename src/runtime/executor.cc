@@ -97,6 +97,22 @@ FlatPlan Flatten(const Plan& plan) {
     flat.move_output[o] = s ? 0 : 1;
     s = 1;
   }
+  if (plan.is_subgraph && plan.steps.empty()) {
+    std::vector<int32_t> slot_to_feed(static_cast<size_t>(plan.computed_count), -1);
+    for (size_t i = 0; i < plan.feed_slots.size(); ++i) {
+      slot_to_feed[static_cast<size_t>(plan.feed_slots[i])] = static_cast<int32_t>(i);
+    }
+    for (size_t i = 0; i < plan.capture_slots.size(); ++i) {
+      slot_to_feed[static_cast<size_t>(plan.capture_slots[i])] =
+          static_cast<int32_t>(plan.feed_slots.size() + i);
+    }
+    flat.passthrough = true;
+    for (const ValueRef& ref : plan.output_refs) {
+      flat.output_feed.push_back(ref.source == ValueRef::Source::kComputed
+                                     ? slot_to_feed[static_cast<size_t>(ref.index)]
+                                     : -1);
+    }
+  }
   return flat;
 }
 
@@ -108,17 +124,35 @@ class RunState final : public RunContext {
   RunState(const Executor& executor, const Limits& limits, const RunOptions* options)
       : RunContext(limits, options), executor_(executor) {}
 
-  Result<std::vector<Value>> RunSubgraph(int32_t handle, std::span<Value> feeds) override {
+  Status RunSubgraph(int32_t handle, std::span<Value> feeds,
+                     std::span<Value> outputs) override {
     if (handle < 0 || static_cast<size_t>(handle) >= executor_.subgraphs_.size()) {
       return Status(StatusCode::kInternal, fmt::format("no subgraph #{}", handle));
     }
     const FlatPlan& flat = executor_.subgraphs_[static_cast<size_t>(handle)];
     const Plan& plan = *flat.plan;
     const size_t formal = plan.feed_slots.size();
-    if (feeds.size() != formal + plan.capture_slots.size()) {
+    if (feeds.size() != formal + plan.capture_slots.size() ||
+        outputs.size() != flat.output_refs.size()) {
       return Status(StatusCode::kInternal,
-                    fmt::format("subgraph #{} takes {} values, got {}", handle,
-                                formal + plan.capture_slots.size(), feeds.size()));
+                    fmt::format("subgraph #{} takes {} values and gives {}, got {} and {}", handle,
+                                formal + plan.capture_slots.size(), flat.output_refs.size(),
+                                feeds.size(), outputs.size()));
+    }
+    if (flat.passthrough) {
+      // Nothing to compute: outputs are feeds (moved unless another output needs them too) or
+      // constants.
+      for (size_t o = 0; o < outputs.size(); ++o) {
+        const int32_t f = flat.output_feed[o];
+        if (f < 0) {
+          outputs[o] = plan.constants[static_cast<size_t>(flat.output_refs[o].index)];
+        } else if (flat.move_output[o]) {
+          outputs[o] = std::move(feeds[static_cast<size_t>(f)]);
+        } else {
+          outputs[o] = feeds[static_cast<size_t>(f)];
+        }
+      }
+      return {};
     }
     SmallArray<Value, 32> computed(static_cast<size_t>(plan.computed_count));
     for (size_t i = 0; i < formal; ++i) {
@@ -128,11 +162,12 @@ class RunState final : public RunContext {
       computed[static_cast<size_t>(plan.capture_slots[i])] = std::move(feeds[formal + i]);
     }
     const Sources sources({}, {}, plan.constants, computed.data());
-    return RunFrame(flat, sources, computed.data());
+    return RunFrame(flat, sources, computed.data(), outputs);
   }
 
-  Result<std::vector<Value>> RunFrame(const FlatPlan& flat, const Sources& sources,
-                                      Value* computed) {
+  // Runs one frame; `result` receives the plan's outputs.
+  Status RunFrame(const FlatPlan& flat, const Sources& sources, Value* computed,
+                  std::span<Value> result) {
     const Plan& plan = *flat.plan;
     SmallArray<uint64_t, 128> bytes(static_cast<size_t>(plan.computed_count));
     SmallArray<const Value*, 16> inputs(plan.max_step_inputs);
@@ -195,23 +230,20 @@ class RunState final : public RunContext {
         computed[slot] = Value();
       }
     }
-    std::vector<Value> result;
     if (failure.ok()) {
-      result.reserve(flat.output_refs.size());
       for (size_t o = 0; o < flat.output_refs.size(); ++o) {
         const ValueRef ref = flat.output_refs[o];
         if (flat.move_output[o]) {
-          result.push_back(std::move(computed[static_cast<size_t>(ref.index)]));
+          result[o] = std::move(computed[static_cast<size_t>(ref.index)]);
         } else {
-          result.push_back(*sources.Get(ref));
+          result[o] = *sources.Get(ref);
         }
       }
     }
     // The frame's values leave the budget: outputs belong to the caller now (a control-flow
     // kernel charges what it keeps), everything else dies with the frame.
     Release(live_bytes() - live_at_entry);
-    if (!failure.ok()) return failure;
-    return result;
+    return failure;
   }
 
  private:
@@ -239,7 +271,9 @@ Result<std::vector<Value>> Executor::Run(std::span<const Value> feeds,
   RunState state(*this, limits, options);
   SmallArray<Value, 128> computed(static_cast<size_t>(plan.computed_count));
   const Sources sources(feeds, overrides, plan.constants, computed.data());
-  return state.RunFrame(main_, sources, computed.data());
+  std::vector<Value> outputs(main_.output_refs.size());
+  IDEM_RETURN_IF_ERROR(state.RunFrame(main_, sources, computed.data(), outputs));
+  return outputs;
 }
 
 }  // namespace idem

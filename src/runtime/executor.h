@@ -65,6 +65,10 @@ struct FlatPlan {
   // Per output: move (rather than copy) the computed value out, because no later output refers
   // to the same slot and the run's slots die right after.
   HotVector<uint8_t> move_output;
+  // Subgraphs without steps (bodies of erased Identity nodes only): per output, the feed position
+  // it returns (-1: a constant), so a run maps feeds to outputs without building a frame.
+  bool passthrough = false;
+  HotVector<int32_t> output_feed;
 };
 
 class Executor {

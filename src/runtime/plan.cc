@@ -687,6 +687,19 @@ class GraphPlanner::NodeSubgraphs final : public SubgraphPlanner {
     info.handle = static_cast<int32_t>(owner_.program_.subgraphs.size());
     for (const ValueInfo& v : plan->outputs) info.output_types.push_back(v.type);
     for (const ValueInfo& v : plan->feeds) info.input_types.push_back(v.type);
+    // Which formal inputs the subgraph reads (so an owner may skip building unused ones, like
+    // Loop's iteration number).
+    for (int32_t slot : plan->feed_slots) {
+      bool used = false;
+      auto reads = [slot](const ValueRef& r) {
+        return r.source == ValueRef::Source::kComputed && r.index == slot;
+      };
+      for (const Step& step : plan->steps) {
+        used = used || std::any_of(step.inputs.begin(), step.inputs.end(), reads);
+      }
+      used = used || std::any_of(plan->output_refs.begin(), plan->output_refs.end(), reads);
+      info.input_used.push_back(used);
+    }
     info.capture_offset = static_cast<uint32_t>(formal_inputs_ + captures_.size());
     info.capture_count = static_cast<uint32_t>(plan->captures.size());
     for (const std::string& name : plan->captures) {
