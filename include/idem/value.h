@@ -65,6 +65,10 @@ class Value {
   // change (Values stay immutable to every holder). Returns false (and changes nothing) when the
   // sequence is shared, not a sequence, or the element type differs.
   bool InsertIntoUnsharedSequence(size_t index, Value tensor);
+  // Bytes this value holds for run-time budgets: a tensor's buffer (string tensors: an estimate
+  // of 48 bytes per element) plus a 64 + 8-per-dim overhead, a sequence the sum over its tensors,
+  // an optional its element (0 when empty). O(1).
+  uint64_t BudgetBytes() const;
 
  private:
   struct Node;

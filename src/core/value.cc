@@ -115,6 +115,15 @@ Result<Value> Value::MakeSequence(ElementType element_type, std::vector<Value> t
   return Value(std::move(node));
 }
 
+uint64_t Value::BudgetBytes() const {
+  if (!node_) return 0;
+  const auto& payload = node_->payload;
+  if (const Tensor* t = std::get_if<Tensor>(&payload)) return TensorBytesForBudget(*t);
+  if (const Sequence* s = std::get_if<Sequence>(&payload)) return s->total_bytes_;
+  const Optional& o = std::get<Optional>(payload);
+  return o.has_value() ? o.value().BudgetBytes() : 0;  // depth: an optional holds no optional
+}
+
 bool Value::InsertIntoUnsharedSequence(size_t index, Value tensor) {
   // use_count() == 1: no other handle (in any thread) refers to the node, so mutating it is
   // invisible to everyone but this handle's owner.

@@ -63,11 +63,16 @@ class RunContext {
   // Live-byte accounting (the executor charges node outputs; kernels holding values across
   // subgraph runs, like Loop's carried and scan values, charge them too).
   Status Charge(uint64_t bytes) {
-    live_bytes_ += bytes;
-    if (live_bytes_ > peak_bytes_) peak_bytes_ = live_bytes_;
-    if (live_bytes_ > limits_.max_run_bytes) [[unlikely]] return OverBudget();
+    if (!AddLive(bytes)) [[unlikely]] return OverBudget();
     return {};
   }
+  // Charge without building a Status: false when the run is now over its budget.
+  bool AddLive(uint64_t bytes) {
+    live_bytes_ += bytes;
+    if (live_bytes_ > peak_bytes_) peak_bytes_ = live_bytes_;
+    return live_bytes_ <= limits_.max_run_bytes;
+  }
+  Status OverBudgetStatus() const { return OverBudget(); }
   void Release(uint64_t bytes) { live_bytes_ -= std::min(bytes, live_bytes_); }
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t peak_bytes() const { return peak_bytes_; }

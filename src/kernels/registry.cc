@@ -135,23 +135,7 @@ Result<int64_t> ReadScalarIndex(const Value& value, std::string_view input_name)
 
 namespace idem {
 
-uint64_t ValueBytes(const Value& value) {
-  switch (value.kind()) {
-    case ValueKind::kTensor: {
-      // A fixed per-Value overhead (node, shape) so that many empty tensors still cost; strings
-      // are estimated without walking them (sizeof plus a typical short payload).
-      const Tensor& t = value.tensor();
-      const uint64_t overhead = 64 + 8 * t.rank();
-      if (t.element_type() != ElementType::kString) return t.data().size() + overhead;
-      return static_cast<uint64_t>(t.element_count()) * (sizeof(std::string) + 16) + overhead;
-    }
-    case ValueKind::kSequence:
-      return value.sequence().total_bytes();
-    case ValueKind::kOptional:
-      return value.optional().has_value() ? ValueBytes(value.optional().value()) : 0;
-  }
-  return 0;
-}
+uint64_t ValueBytes(const Value& value) { return value.BudgetBytes(); }
 
 Status RunContext::CheckAllocation(uint64_t bytes) const {
   if (bytes > limits_.max_tensor_bytes) {

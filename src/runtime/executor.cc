@@ -204,6 +204,7 @@ class RunState final : public RunContext {
       // Budget: charge what the step created. An output that is one of its inputs (Identity,
       // SequenceAt's stored tensor) adds nothing; a forwarded value's old size is replaced.
       Release(forwarded_bytes);
+      bool over_budget = false;
       for (int32_t o = 0; o < step.output_count; ++o) {
         const Value& out = outputs[o];
         if (out.is_null()) continue;
@@ -213,15 +214,15 @@ class RunState final : public RunContext {
             shared = inputs[i] != nullptr && inputs[i]->SharesStorageWith(out);
           }
         }
-        const uint64_t b = shared ? 0 : ValueBytes(out);
+        if (shared) continue;  // bytes[] stays 0
+        const uint64_t b = ValueBytes(out);
         bytes[static_cast<size_t>(step.first_output + o)] = b;
-        Status charged = Charge(b);
-        if (!charged.ok()) [[unlikely]] {
-          failure = std::move(charged).WithContext(plan.steps[s].label);
-          break;
-        }
+        over_budget |= !AddLive(b);
       }
-      if (!failure.ok()) break;
+      if (over_budget) [[unlikely]] {
+        failure = OverBudgetStatus().WithContext(plan.steps[s].label);
+        break;
+      }
       // Liveness: values this step read for the last time.
       for (uint32_t r = 0; r < step.release_count; ++r) {
         const auto slot = static_cast<size_t>(releases[step.first_release + r]);
