@@ -84,6 +84,17 @@ def main():
         row(case, t, f"{r:.2f}x tiny" if r is not None else "",
             f"<= {limit}x tiny" if limit else "(informative)",
             None if limit is None else (r is not None and r <= limit))
+    # Control flow (issue 11).
+    for case, limit in [("if_outer_identity", 5), ("loop_carried_256MiB", 10)]:
+        t = ns(case)
+        r = t / tiny if t is not None and tiny else None
+        row(case, t, f"{r:.2f}x tiny" if r is not None else "", f"<= {limit}x tiny",
+            r is not None and r <= limit)
+    s10, s100 = ns("loop_seq_insert_10k"), ns("loop_seq_insert_100k")
+    row("loop_seq_insert_10k", s10, "", "(reference)", None)
+    r = s100 / s10 if s10 and s100 else None
+    row("loop_seq_insert_100k", s100, f"{r:.2f}x 10k" if r is not None else "",
+        "<= 12x loop_seq_insert_10k", r is not None and r <= 12)
     load = ns("external_256MiB_load")
     r = load / memcpy if load and memcpy else None
     row("external_256MiB_load", load, f"{r:.4f}x memcpy" if r is not None else "",
