@@ -607,6 +607,11 @@ class ScanKernel final : public Kernel {
         // sequence_lens shorter than the scan axis would need zero padding of the outputs;
         // idem accepts only full lengths (ONNX Runtime's Scan-8 pads; models rarely rely on it).
         const Tensor& lens = inputs[0]->tensor();
+        if (lens.element_count() != batch) {
+          return Status(StatusCode::kInvalidArgument,
+                        fmt::format("sequence_lens has {} entries for a batch of {}",
+                                    lens.element_count(), batch));
+        }
         const int64_t len = lens.data_as<int64_t>()[static_cast<size_t>(b)];
         if (sc.empty() || sc[0].tensor().rank() < 1 || len != sc[0].tensor().shape()[0]) {
           return Status(StatusCode::kUnsupported,
