@@ -504,6 +504,41 @@ TEST(BudgetTest, DoublingThroughSequencesIsStoppedByTheBudget) {
   EXPECT_CONTAINS(out.status().message(), "node 'concat");
 }
 
+// 40 SplitToSequence nodes splitting one empty tensor, all results kept as outputs: the chunks'
+// Value overhead counts against the run budget (no per-node allowance adds up unchecked).
+TEST(BudgetTest, ManySplitsOfAnEmptyTensorAreCharged) {
+  auto model = [](int64_t axis_len) {
+    onnx::ModelProto m = EmptyModel(14, 8);
+    auto* g = m.mutable_graph();
+    g->set_name("splits");
+    AddValueInfo(g->mutable_input(), "x", F32({0, axis_len}));
+    for (int i = 0; i < 40; ++i) {
+      const std::string out = "s" + std::to_string(i);
+      AddValueInfo(g->mutable_output(), out, SequenceTypeProto(Unshaped(E::kFloat)));
+      auto* n = AddNode(g, "SplitToSequence", {"x"}, {out}, "split" + std::to_string(i));
+      AddIntAttribute(n, "axis", 1);
+    }
+    return m;
+  };
+  SessionOptions options;
+  options.limits.max_run_bytes = 8u << 20;
+  // 5,000 chunks per node (~0.4 MB of Values each) fit one node's allowance, but 40 of them
+  // exceed an 8 MiB run budget.
+  Session s = CreateSessionFromProto(model(5000), "", options).value();
+  auto out = s.Run({Floats({0, 5000}, {})});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_CONTAINS(out.status().message(), "node 'split");
+  // With the default budget the same run succeeds.
+  auto fine = MustCreate(model(5000)).Run({Floats({0, 5000}, {})});
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+  EXPECT_EQ((*fine)[39].sequence().size(), 5000u);
+  // 100,000 chunks of an empty tensor exceed what one node may make from nothing.
+  auto big = MustCreate(model(100000)).Run({Floats({0, 100000}, {})});
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
+}
+
 TEST(ScaleTest, ManyInputsByNameAndManyOutputs) {
   // 40,000 inputs fed by name, each also a graph output, plus 160,000 outputs of one Identity.
   onnx::ModelProto m = EmptyModel(14, 8);
