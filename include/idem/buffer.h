@@ -14,11 +14,12 @@
 #include <span>
 #include <string>
 
+#include "idem/export.h"
 #include "idem/status.h"
 
 namespace idem {
 
-class Buffer {
+class IDEM_API Buffer {
  public:
   // Empty buffer (size 0, data() may be null).
   Buffer() = default;

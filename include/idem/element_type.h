@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "idem/export.h"
+
 namespace idem {
 
 enum class ElementType : int32_t {
@@ -41,20 +43,20 @@ enum class ElementType : int32_t {
 inline constexpr int32_t kMaxElementTypeCode = 26;
 
 // Converts a wire code; nullopt for codes idem does not know (including 0).
-std::optional<ElementType> ElementTypeFromCode(int64_t code);
+IDEM_API std::optional<ElementType> ElementTypeFromCode(int64_t code);
 
 // ONNX spelling used in type strings: "float", "bfloat16", "float8e4m3fn", "int4", ...
-std::string_view ElementTypeName(ElementType type);
+IDEM_API std::string_view ElementTypeName(ElementType type);
 
 // Bits one element occupies in packed (raw_data) form: 2, 4, 8, 16, 32, 64 or 128. 0 for string
 // and undefined.
-int ElementBits(ElementType type);
+IDEM_API int ElementBits(ElementType type);
 
 inline bool IsStringType(ElementType type) { return type == ElementType::kString; }
 
 // Bytes needed to store `count` packed elements (sub-byte types round up), or nullopt when that
 // overflows size_t. Strings return nullopt.
-std::optional<uint64_t> PackedByteSize(ElementType type, uint64_t count);
+IDEM_API std::optional<uint64_t> PackedByteSize(ElementType type, uint64_t count);
 
 }  // namespace idem
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.h"
 #include "idem/options.h"
 #include "idem/status.h"
 #include "idem/type.h"
@@ -35,7 +36,7 @@ struct OutputBuffer {
 
 // Over-aligned to a cache line so that the handle, read by every Run on every thread, never shares
 // a line with memory some thread writes (which would make two threads slower than one).
-class alignas(64) Session {
+class IDEM_API alignas(64) Session {
  public:
   // `path` names a .onnx file; external data is resolved inside its folder.
   static Result<Session> Create(const std::string& path, const SessionOptions& options = {});

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "idem/export.h"
 #include "idem/session.h"
 
 namespace onnx {
@@ -14,11 +15,11 @@ class ModelProto;
 namespace idem {
 
 // Copies `model` (initializer payloads included); pass an rvalue to move them instead.
-Result<Session> CreateSessionFromProto(const onnx::ModelProto& model,
+IDEM_API Result<Session> CreateSessionFromProto(const onnx::ModelProto& model,
                                        const std::string& base_dir = "",
                                        const SessionOptions& options = {});
 // Consumes `model`: initializer payloads are moved into the session, not copied.
-Result<Session> CreateSessionFromProto(onnx::ModelProto&& model, const std::string& base_dir = "",
+IDEM_API Result<Session> CreateSessionFromProto(onnx::ModelProto&& model, const std::string& base_dir = "",
                                        const SessionOptions& options = {});
 
 }  // namespace idem

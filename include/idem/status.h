@@ -14,6 +14,8 @@
 #include <utility>
 #include <variant>
 
+#include "idem/export.h"
+
 namespace idem {
 
 enum class StatusCode {
@@ -31,9 +33,9 @@ enum class StatusCode {
   kDeadlineExceeded,   // the run passed RunOptions::deadline
 };
 
-std::string_view StatusCodeName(StatusCode code);
+IDEM_API std::string_view StatusCodeName(StatusCode code);
 
-class [[nodiscard]] Status {
+class IDEM_API [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   // Control characters and invalid UTF-8 in `message` are escaped (see src/core/text.h), so a
@@ -86,7 +88,7 @@ class [[nodiscard]] Result {
 };
 
 // Builds a Status from fmt-style arguments without pulling fmt into public headers.
-Status MakeError(StatusCode code, std::string message);
+IDEM_API Status MakeError(StatusCode code, std::string message);
 
 }  // namespace idem
 

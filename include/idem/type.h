@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.h"
 #include "idem/element_type.h"
 
 namespace idem {
@@ -23,7 +24,7 @@ struct Dim {
 
 enum class ValueKind { kTensor, kSequence, kOptional };
 
-class Type {
+class IDEM_API Type {
  public:
   // tensor(undefined) without shape; a placeholder only.
   Type();

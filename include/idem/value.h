@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/export.h"
 #include "idem/buffer.h"
 #include "idem/element_type.h"
 #include "idem/status.h"
@@ -25,7 +26,7 @@ class Tensor;
 class Sequence;
 class Optional;
 
-class Value {
+class IDEM_API Value {
  public:
   // A null handle; only useful as a placeholder. Every accessor below requires a non-null Value.
   Value() = default;
@@ -76,7 +77,7 @@ class Value {
   std::shared_ptr<const Node> node_;
 };
 
-class Tensor {
+class IDEM_API Tensor {
  public:
   ElementType element_type() const { return element_type_; }
   std::span<const int64_t> shape() const { return shape_; }
@@ -101,7 +102,7 @@ class Tensor {
   std::shared_ptr<const std::vector<std::string>> strings_;
 };
 
-class Sequence {
+class IDEM_API Sequence {
  public:
   ElementType element_type() const { return element_type_; }
   size_t size() const { return tensors_.size(); }
@@ -117,7 +118,7 @@ class Sequence {
   uint64_t total_bytes_ = 0;
 };
 
-class Optional {
+class IDEM_API Optional {
  public:
   // The contained type: tensor(t) or seq(tensor(t)), also for an empty optional.
   const Type& element_type() const { return element_type_; }
@@ -135,10 +136,10 @@ class Optional {
 // equals only a NaN with the same bits; -0.0 differs from 0.0; padding bits of 4- and 2-bit types
 // are ignored). Returns nullopt when equal, otherwise a one-line reason naming the first
 // difference ("element 3: expected 0x7fc00001, got 0x7fc00000").
-std::optional<std::string> DescribeDifference(const Value& expected, const Value& actual);
+IDEM_API std::optional<std::string> DescribeDifference(const Value& expected, const Value& actual);
 
 // Human-readable preview: "[[1, 2, 3, 4, 5]]", truncated after `max_elements` elements.
-std::string FormatValue(const Value& value, size_t max_elements = 16);
+IDEM_API std::string FormatValue(const Value& value, size_t max_elements = 16);
 
 // A named, typed slot of a graph (an input, output or value_info).
 struct ValueInfo {
