@@ -14,26 +14,26 @@
 static int g_checks = 0;
 static int g_failures = 0;
 
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    ++g_checks;                                                              \
-    if (!(cond)) {                                                           \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    ++g_checks;                                                                \
+    if (!(cond)) {                                                             \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++g_failures;                                                          \
-    }                                                                        \
+      ++g_failures;                                                            \
+    }                                                                          \
   } while (0)
 
 /* A call that must succeed; the test cannot go on without it. */
-#define MUST(expr)                                                                  \
-  do {                                                                              \
-    idem_status_t* must_status_ = (expr);                                           \
-    ++g_checks;                                                                     \
-    if (must_status_ != NULL) {                                                     \
-      fprintf(stderr, "%s:%d: %s failed: code %d: %s\n", __FILE__, __LINE__, #expr, \
+#define MUST(expr)                                                                     \
+  do {                                                                                 \
+    idem_status_t* must_status_ = (expr);                                              \
+    ++g_checks;                                                                        \
+    if (must_status_ != NULL) {                                                        \
+      fprintf(stderr, "%s:%d: %s failed: code %d: %s\n", __FILE__, __LINE__, #expr,    \
               (int)idem_status_code(must_status_), idem_status_message(must_status_)); \
-      idem_status_release(must_status_);                                            \
-      exit(1);                                                                      \
-    }                                                                               \
+      idem_status_release(must_status_);                                               \
+      exit(1);                                                                         \
+    }                                                                                  \
   } while (0)
 
 /* A call that must fail with `code` and a message containing `fragment`. */
@@ -48,9 +48,9 @@ static void expect_error(idem_status_t* status, idem_status_code_t code, const c
     return;
   }
   if (idem_status_code(status) != code || strstr(idem_status_message(status), fragment) == NULL) {
-    fprintf(stderr, "%s:%d: %s: got code %d \"%s\", expected code %d containing \"%s\"\n",
-            __FILE__, line, expr, (int)idem_status_code(status), idem_status_message(status),
-            (int)code, fragment);
+    fprintf(stderr, "%s:%d: %s: got code %d \"%s\", expected code %d containing \"%s\"\n", __FILE__,
+            line, expr, (int)idem_status_code(status), idem_status_message(status), (int)code,
+            fragment);
     ++g_failures;
   }
   idem_status_release(status);
@@ -113,9 +113,9 @@ static void test_options(const char* dir) {
   MUST(idem_session_options_set_limit(options, IDEM_LIMIT_MAX_SEQUENCE_LENGTH, 7));
   MUST(idem_session_options_get_limit(options, IDEM_LIMIT_MAX_SEQUENCE_LENGTH, &value));
   CHECK(value == 7);
-  EXPECT_ERROR(idem_session_options_set_limit(options, IDEM_LIMIT_MAX_TYPE_DEPTH,
-                                              (uint64_t)INT_MAX + 1),
-               IDEM_INVALID_ARGUMENT, "at most");
+  EXPECT_ERROR(
+      idem_session_options_set_limit(options, IDEM_LIMIT_MAX_TYPE_DEPTH, (uint64_t)INT_MAX + 1),
+      IDEM_INVALID_ARGUMENT, "at most");
   EXPECT_ERROR(idem_session_options_set_limit(options, (idem_limit_t)99, 1), IDEM_INVALID_ARGUMENT,
                "unknown limit 99");
   EXPECT_ERROR(idem_session_options_get_limit(options, (idem_limit_t)99, &value),
@@ -127,12 +127,12 @@ static void test_options(const char* dir) {
                IDEM_INVALID_ARGUMENT, "unknown mode 7");
   MUST(idem_session_options_set_allow_external_hard_links(options, 1));
   MUST(idem_session_options_set_eliminate_identity(options, 0));
-  EXPECT_ERROR(idem_session_options_set_limit(NULL, IDEM_LIMIT_MAX_NODES, 1),
-               IDEM_INVALID_ARGUMENT, "options is NULL");
+  EXPECT_ERROR(idem_session_options_set_limit(NULL, IDEM_LIMIT_MAX_NODES, 1), IDEM_INVALID_ARGUMENT,
+               "options is NULL");
   EXPECT_ERROR(idem_session_options_set_eliminate_identity(NULL, 1), IDEM_INVALID_ARGUMENT,
                "options is NULL");
-  EXPECT_ERROR(idem_session_options_set_allow_external_hard_links(NULL, 1),
-               IDEM_INVALID_ARGUMENT, "options is NULL");
+  EXPECT_ERROR(idem_session_options_set_allow_external_hard_links(NULL, 1), IDEM_INVALID_ARGUMENT,
+               "options is NULL");
   EXPECT_ERROR(idem_session_options_set_external_data_mode(NULL, IDEM_EXTERNAL_DATA_MAP),
                IDEM_INVALID_ARGUMENT, "options is NULL");
   EXPECT_ERROR(idem_session_options_create(NULL), IDEM_INVALID_ARGUMENT, "out_options is NULL");
@@ -322,9 +322,9 @@ static void test_value_errors(void) {
   size_t lengths[1] = {1};
 
   /* A wrong size fails, and the data is released before the call returns. */
-  EXPECT_ERROR(idem_value_create_tensor(IDEM_ELEMENT_FLOAT, dims, 2, data, 20, count_release,
-                                        &counter, &v),
-               IDEM_INVALID_ARGUMENT, "24");
+  EXPECT_ERROR(
+      idem_value_create_tensor(IDEM_ELEMENT_FLOAT, dims, 2, data, 20, count_release, &counter, &v),
+      IDEM_INVALID_ARGUMENT, "24");
   CHECK(counter.calls == 1 && counter.last_data == (const void*)data);
   EXPECT_ERROR(idem_value_create_tensor(99, dims, 2, data, 24, count_release, &counter, &v),
                IDEM_INVALID_ARGUMENT, "unknown element type 99");
@@ -546,7 +546,8 @@ static void test_wrong_handles(idem_session_t* session) {
   idem_value_t* outputs[4];
   idem_session_t* other = NULL;
 
-  MUST(idem_value_create_tensor(IDEM_ELEMENT_FLOAT, dims, 1, &one, sizeof(one), NULL, NULL, &value));
+  MUST(
+      idem_value_create_tensor(IDEM_ELEMENT_FLOAT, dims, 1, &one, sizeof(one), NULL, NULL, &value));
   MUST(idem_session_options_create(&options));
   EXPECT_ERROR(idem_value_kind((const idem_value_t*)session, &kind), IDEM_INVALID_ARGUMENT,
                "value is not a valid handle");

@@ -8,9 +8,9 @@
  *    object the caller owns and frees with idem_status_release(), holding a code (idem_status_code)
  *    and idem's message, which names the file, node, input and rule. On error, out-parameters are
  *    left unchanged unless documented otherwise.
- *  - No exception, abort or crash crosses this API: allocation failure returns IDEM_RESOURCE_EXHAUSTED
- *    (if even the status cannot be allocated, a static status is returned, which
- *    idem_status_release() accepts like any other).
+ *  - No exception, abort or crash crosses this API: allocation failure returns
+ *    IDEM_RESOURCE_EXHAUSTED (if even the status cannot be allocated, a static status is
+ *    returned, which idem_status_release() accepts like any other).
  *  - Handles are opaque. A NULL handle, or a handle of another kind (e.g. a session passed where a
  *    value is expected), returns IDEM_INVALID_ARGUMENT. Handles that were released, or pointers
  *    that never were handles, are undefined behaviour, as with free().
@@ -47,17 +47,17 @@ typedef struct idem_value_t idem_value_t;
 /* Status codes, numbered as idem::StatusCode. */
 typedef enum idem_status_code_t {
   IDEM_OK = 0,
-  IDEM_INVALID_ARGUMENT = 1,    /* a caller-supplied value (feed, option, handle) is wrong */
-  IDEM_INVALID_MODEL = 2,       /* the model file or graph breaks an ONNX rule */
-  IDEM_UNSUPPORTED = 3,         /* valid ONNX that idem does not implement */
-  IDEM_NOT_FOUND = 4,           /* a named thing (file, input, output) does not exist */
-  IDEM_OUT_OF_RANGE = 5,        /* an index or a size is outside what is allowed */
-  IDEM_RESOURCE_EXHAUSTED = 6,  /* a configured limit was hit, or memory ran out */
-  IDEM_IO_ERROR = 7,            /* the operating system refused a read */
-  IDEM_RUNTIME_ERROR = 8,       /* an operator's run-time precondition failed */
-  IDEM_INTERNAL = 9,            /* a bug in idem */
-  IDEM_CANCELLED = 10,          /* the run was cancelled */
-  IDEM_DEADLINE_EXCEEDED = 11   /* the run passed its deadline */
+  IDEM_INVALID_ARGUMENT = 1,   /* a caller-supplied value (feed, option, handle) is wrong */
+  IDEM_INVALID_MODEL = 2,      /* the model file or graph breaks an ONNX rule */
+  IDEM_UNSUPPORTED = 3,        /* valid ONNX that idem does not implement */
+  IDEM_NOT_FOUND = 4,          /* a named thing (file, input, output) does not exist */
+  IDEM_OUT_OF_RANGE = 5,       /* an index or a size is outside what is allowed */
+  IDEM_RESOURCE_EXHAUSTED = 6, /* a configured limit was hit, or memory ran out */
+  IDEM_IO_ERROR = 7,           /* the operating system refused a read */
+  IDEM_RUNTIME_ERROR = 8,      /* an operator's run-time precondition failed */
+  IDEM_INTERNAL = 9,           /* a bug in idem */
+  IDEM_CANCELLED = 10,         /* the run was cancelled */
+  IDEM_DEADLINE_EXCEEDED = 11  /* the run passed its deadline */
 } idem_status_code_t;
 
 /* ONNX TensorProto.DataType codes. */
@@ -148,10 +148,10 @@ IDEM_API idem_status_t* idem_session_options_set_limit(idem_session_options_t* o
 IDEM_API idem_status_t* idem_session_options_get_limit(const idem_session_options_t* options,
                                                        idem_limit_t limit, uint64_t* out_value);
 /* Non-zero (default): Identity nodes are erased from the plan; zero: they run (still no copy). */
-IDEM_API idem_status_t* idem_session_options_set_eliminate_identity(
-    idem_session_options_t* options, int enabled);
-IDEM_API idem_status_t* idem_session_options_set_external_data_mode(
-    idem_session_options_t* options, idem_external_data_mode_t mode);
+IDEM_API idem_status_t* idem_session_options_set_eliminate_identity(idem_session_options_t* options,
+                                                                    int enabled);
+IDEM_API idem_status_t* idem_session_options_set_external_data_mode(idem_session_options_t* options,
+                                                                    idem_external_data_mode_t mode);
 /* Non-zero: accept external-data files with more than one hard link (default: refused). */
 IDEM_API idem_status_t* idem_session_options_set_allow_external_hard_links(
     idem_session_options_t* options, int allowed);
@@ -161,8 +161,7 @@ IDEM_API idem_status_t* idem_session_options_set_allow_external_hard_links(
 /* Loads, validates and plans the .onnx file at `path` (NUL-terminated); external data resolves
  * inside its folder. `options` may be NULL for the defaults. On success *out_session is a new
  * session the caller releases. */
-IDEM_API idem_status_t* idem_session_create(const char* path,
-                                            const idem_session_options_t* options,
+IDEM_API idem_status_t* idem_session_create(const char* path, const idem_session_options_t* options,
                                             idem_session_t** out_session);
 
 /* As idem_session_create from a serialized ModelProto (`bytes`, `size`; copied as needed, so the
@@ -178,8 +177,7 @@ IDEM_API void idem_session_release(idem_session_t* session);
 
 /* Graph inputs to feed (those without an initializer), in graph order, and graph outputs. */
 IDEM_API idem_status_t* idem_session_input_count(const idem_session_t* session, size_t* out_count);
-IDEM_API idem_status_t* idem_session_output_count(const idem_session_t* session,
-                                                  size_t* out_count);
+IDEM_API idem_status_t* idem_session_output_count(const idem_session_t* session, size_t* out_count);
 /* Name of input/output `index` (IDEM_OUT_OF_RANGE past the count); owned by the session. */
 IDEM_API idem_status_t* idem_session_input_name(const idem_session_t* session, size_t index,
                                                 const char** out_name);
@@ -204,19 +202,20 @@ IDEM_API idem_status_t* idem_session_run(const idem_session_t* session,
 
 /* A caller-owned destination for idem_session_run_into. */
 typedef struct idem_output_buffer_t {
-  void* data;             /* in: where the output's packed bytes go */
-  size_t capacity;        /* in: bytes available at data */
-  int64_t* dims;          /* in: room for the output's dims (may be NULL when dims_capacity is 0) */
-  size_t dims_capacity;   /* in: entries available at dims */
-  size_t byte_size;       /* out: bytes written at data */
-  size_t rank;            /* out: the output's rank (dims[0..rank) written) */
-  int32_t element_type;   /* out: the output's element type (ONNX code) */
+  void* data;           /* in: where the output's packed bytes go */
+  size_t capacity;      /* in: bytes available at data */
+  int64_t* dims;        /* in: room for the output's dims (may be NULL when dims_capacity is 0) */
+  size_t dims_capacity; /* in: entries available at dims */
+  size_t byte_size;     /* out: bytes written at data */
+  size_t rank;          /* out: the output's rank (dims[0..rank) written) */
+  int32_t element_type; /* out: the output's element type (ONNX code) */
 } idem_output_buffer_t;
 
 /* Runs the model and copies each output into caller memory (the one place idem copies an
  * Identity's bytes). Every output must be a non-string tensor that fits its buffer (capacity and
- * dims_capacity), else an error names it; after an error the buffers' contents are unspecified.
- * Same threading rules as idem_session_run. */
+ * dims_capacity), else an error names it. Every output is checked before any is written, so after
+ * an error nothing has been written (neither data nor the out fields). Same threading rules as
+ * idem_session_run. */
 IDEM_API idem_status_t* idem_session_run_into(const idem_session_t* session,
                                               const idem_value_t* const* inputs, size_t n_inputs,
                                               idem_output_buffer_t* outputs, size_t n_outputs);
@@ -252,8 +251,8 @@ IDEM_API idem_status_t* idem_value_create_string_tensor(const int64_t* dims, siz
 /* A sequence of `count` tensors, each of `element_type` (which also types an empty sequence). The
  * sequence shares the tensors; the caller still releases its own handles. */
 IDEM_API idem_status_t* idem_value_create_sequence(int32_t element_type,
-                                                   const idem_value_t* const* tensors,
-                                                   size_t count, idem_value_t** out_value);
+                                                   const idem_value_t* const* tensors, size_t count,
+                                                   idem_value_t** out_value);
 
 /* An optional holding `element` (a tensor or a sequence; shared, not copied). */
 IDEM_API idem_status_t* idem_value_create_optional(const idem_value_t* element,

@@ -159,8 +159,8 @@ idem_status_t* Created(idem::Result<idem::Value> result, idem_value_t** out) {
 idem_status_t* ReadDims(const char* function, const int64_t* dims, size_t rank,
                         std::vector<int64_t>* shape) {
   if (rank > 0 && dims == nullptr) {
-    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(function) + ": dims is NULL with rank " +
-                                                 std::to_string(rank));
+    return MakeStatus(IDEM_INVALID_ARGUMENT,
+                      std::string(function) + ": dims is NULL with rank " + std::to_string(rank));
   }
   shape->assign(dims, dims + rank);
   return nullptr;
@@ -174,9 +174,9 @@ const idem::Tensor* TensorOf(const idem_value_t* value, const char* function,
     return nullptr;
   }
   if (!value->value.is_tensor()) {
-    *error = MakeStatus(IDEM_INVALID_ARGUMENT, std::string(function) + ": value is " +
-                                                   value->value.type().ToString() +
-                                                   ", not a tensor");
+    *error =
+        MakeStatus(IDEM_INVALID_ARGUMENT, std::string(function) + ": value is " +
+                                              value->value.type().ToString() + ", not a tensor");
     return nullptr;
   }
   return &value->value.tensor();
@@ -271,15 +271,24 @@ struct LimitField {
 
 LimitField FieldOf(idem::Limits& limits, idem_limit_t limit) {
   switch (limit) {
-    case IDEM_LIMIT_MAX_MODEL_BYTES: return {&limits.max_model_bytes, nullptr};
-    case IDEM_LIMIT_MAX_TENSOR_BYTES: return {&limits.max_tensor_bytes, nullptr};
-    case IDEM_LIMIT_MAX_ELEMENTS: return {&limits.max_elements, nullptr};
-    case IDEM_LIMIT_MAX_TYPE_DEPTH: return {nullptr, &limits.max_type_depth};
-    case IDEM_LIMIT_MAX_NODES: return {&limits.max_nodes, nullptr};
-    case IDEM_LIMIT_MAX_VALUES: return {&limits.max_values, nullptr};
-    case IDEM_LIMIT_MAX_SEQUENCE_LENGTH: return {&limits.max_sequence_length, nullptr};
-    case IDEM_LIMIT_MAX_GRAPH_DEPTH: return {nullptr, &limits.max_graph_depth};
-    case IDEM_LIMIT_MAX_RUN_BYTES: return {&limits.max_run_bytes, nullptr};
+    case IDEM_LIMIT_MAX_MODEL_BYTES:
+      return {&limits.max_model_bytes, nullptr};
+    case IDEM_LIMIT_MAX_TENSOR_BYTES:
+      return {&limits.max_tensor_bytes, nullptr};
+    case IDEM_LIMIT_MAX_ELEMENTS:
+      return {&limits.max_elements, nullptr};
+    case IDEM_LIMIT_MAX_TYPE_DEPTH:
+      return {nullptr, &limits.max_type_depth};
+    case IDEM_LIMIT_MAX_NODES:
+      return {&limits.max_nodes, nullptr};
+    case IDEM_LIMIT_MAX_VALUES:
+      return {&limits.max_values, nullptr};
+    case IDEM_LIMIT_MAX_SEQUENCE_LENGTH:
+      return {&limits.max_sequence_length, nullptr};
+    case IDEM_LIMIT_MAX_GRAPH_DEPTH:
+      return {nullptr, &limits.max_graph_depth};
+    case IDEM_LIMIT_MAX_RUN_BYTES:
+      return {&limits.max_run_bytes, nullptr};
   }
   return {};
 }
@@ -291,8 +300,8 @@ idem_status_t* UnknownLimit(const char* function, idem_limit_t limit) {
 
 }  // namespace
 
-idem_status_t* idem_session_options_set_limit(idem_session_options_t* options,
-                                              idem_limit_t limit, uint64_t value) {
+idem_status_t* idem_session_options_set_limit(idem_session_options_t* options, idem_limit_t limit,
+                                              uint64_t value) {
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
     IDEM_CHECK_HANDLE(options, kOptionsMagic, "options");
     LimitField field = FieldOf(options->options.limits, limit);
@@ -352,13 +361,13 @@ idem_status_t* idem_session_options_set_external_data_mode(idem_session_options_
         options->options.external_data = idem::ExternalDataMode::kCopy;
         return nullptr;
     }
-    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": unknown mode " +
-                                                 std::to_string(int(mode)));
+    return MakeStatus(IDEM_INVALID_ARGUMENT,
+                      std::string(fn) + ": unknown mode " + std::to_string(int(mode)));
   });
 }
 
-idem_status_t* idem_session_options_set_allow_external_hard_links(
-    idem_session_options_t* options, int allowed) {
+idem_status_t* idem_session_options_set_allow_external_hard_links(idem_session_options_t* options,
+                                                                  int allowed) {
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
     IDEM_CHECK_HANDLE(options, kOptionsMagic, "options");
     options->options.allow_external_hard_links = allowed != 0;
@@ -378,8 +387,7 @@ idem_status_t* idem_session_create(const char* path, const idem_session_options_
   });
 }
 
-idem_status_t* idem_session_create_from_bytes(const void* bytes, size_t size,
-                                              const char* base_dir,
+idem_status_t* idem_session_create_from_bytes(const void* bytes, size_t size, const char* base_dir,
                                               const idem_session_options_t* options,
                                               idem_session_t** out_session) {
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
@@ -387,9 +395,9 @@ idem_status_t* idem_session_create_from_bytes(const void* bytes, size_t size,
     if (bytes == nullptr && size > 0) return NullOut(fn, "bytes");
     if (options != nullptr) IDEM_CHECK_HANDLE(options, kOptionsMagic, "options");
     std::span<const std::byte> span(static_cast<const std::byte*>(bytes), size);
-    return CreateSession(idem::Session::CreateFromBytes(span, base_dir ? base_dir : "",
-                                                        OptionsOr(options)),
-                         out_session);
+    return CreateSession(
+        idem::Session::CreateFromBytes(span, base_dir ? base_dir : "", OptionsOr(options)),
+        out_session);
   });
 }
 
@@ -487,10 +495,9 @@ idem_status_t* idem_session_run(const idem_session_t* session, const idem_value_
     if (outputs == nullptr && n_outputs > 0) return NullOut(fn, "outputs");
     const size_t expected = session->session.outputs().size();
     if (n_outputs != expected) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": room for " +
-                                                   std::to_string(n_outputs) +
-                                                   " outputs, the model has " +
-                                                   std::to_string(expected));
+      return MakeStatus(IDEM_INVALID_ARGUMENT,
+                        std::string(fn) + ": room for " + std::to_string(n_outputs) +
+                            " outputs, the model has " + std::to_string(expected));
     }
     std::vector<idem::Value> feeds;
     if (idem_status_t* e = CollectFeeds(fn, inputs, n_inputs, &feeds)) return e;
@@ -513,8 +520,7 @@ idem_status_t* idem_session_run_into(const idem_session_t* session,
     if (outputs == nullptr && n_outputs > 0) return NullOut(fn, "outputs");
     const auto infos = session->session.outputs();
     if (n_outputs != infos.size()) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": " +
-                                                   std::to_string(n_outputs) +
+      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(n_outputs) +
                                                    " output buffers, the model has " +
                                                    std::to_string(infos.size()) + " outputs");
     }
@@ -535,13 +541,11 @@ idem_status_t* idem_session_run_into(const idem_session_t* session,
       const idem::Tensor& t = v.tensor();
       if (t.data().size() > outputs[i].capacity ||
           (outputs[i].data == nullptr && !t.data().empty())) {
-        return MakeStatus(IDEM_OUT_OF_RANGE, prefix + " needs " +
-                                                 std::to_string(t.data().size()) +
+        return MakeStatus(IDEM_OUT_OF_RANGE, prefix + " needs " + std::to_string(t.data().size()) +
                                                  " bytes, buffer holds " +
                                                  std::to_string(outputs[i].capacity));
       }
-      if (t.rank() > outputs[i].dims_capacity ||
-          (outputs[i].dims == nullptr && t.rank() > 0)) {
+      if (t.rank() > outputs[i].dims_capacity || (outputs[i].dims == nullptr && t.rank() > 0)) {
         return MakeStatus(IDEM_OUT_OF_RANGE, prefix + " has rank " + std::to_string(t.rank()) +
                                                  ", dims holds " +
                                                  std::to_string(outputs[i].dims_capacity));
@@ -581,13 +585,13 @@ idem_status_t* idem_value_create_tensor(int32_t element_type, const int64_t* dim
     if (data == nullptr && byte_size > 0) return NullOut(fn, "data");
     std::optional<idem::ElementType> type = idem::ElementTypeFromCode(element_type);
     if (!type) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": unknown element type " +
-                                                   std::to_string(element_type));
+      return MakeStatus(IDEM_INVALID_ARGUMENT,
+                        std::string(fn) + ": unknown element type " + std::to_string(element_type));
     }
     if (*type == idem::ElementType::kString) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT,
-                        std::string(fn) +
-                            ": string tensors are made with idem_value_create_string_tensor");
+      return MakeStatus(
+          IDEM_INVALID_ARGUMENT,
+          std::string(fn) + ": string tensors are made with idem_value_create_string_tensor");
     }
     std::vector<int64_t> shape;
     if (idem_status_t* e = ReadDims(fn, dims, rank, &shape)) return e;
@@ -625,8 +629,8 @@ idem_status_t* idem_value_create_sequence(int32_t element_type, const idem_value
     IDEM_CHECK_OUT(out_value);
     std::optional<idem::ElementType> type = idem::ElementTypeFromCode(element_type);
     if (!type) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": unknown element type " +
-                                                   std::to_string(element_type));
+      return MakeStatus(IDEM_INVALID_ARGUMENT,
+                        std::string(fn) + ": unknown element type " + std::to_string(element_type));
     }
     std::vector<idem::Value> elements;
     if (idem_status_t* e = CollectFeeds(fn, tensors, count, &elements)) return e;
@@ -648,8 +652,8 @@ idem_status_t* idem_value_create_empty_optional(idem_value_kind_t element_kind,
     IDEM_CHECK_OUT(out_value);
     std::optional<idem::ElementType> type = idem::ElementTypeFromCode(element_type);
     if (!type) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": unknown element type " +
-                                                   std::to_string(element_type));
+      return MakeStatus(IDEM_INVALID_ARGUMENT,
+                        std::string(fn) + ": unknown element type " + std::to_string(element_type));
     }
     idem::Type tensor = idem::Type::Tensor(*type);
     switch (element_kind) {
@@ -681,8 +685,8 @@ idem_status_t* idem_value_kind(const idem_value_t* value, idem_value_kind_t* out
   });
 }
 
-#define IDEM_TENSOR_OR_RETURN(var)                                  \
-  idem_status_t* tensor_error = nullptr;                            \
+#define IDEM_TENSOR_OR_RETURN(var)                              \
+  idem_status_t* tensor_error = nullptr;                        \
   const idem::Tensor* var = TensorOf(value, fn, &tensor_error); \
   if (var == nullptr) return tensor_error
 
@@ -718,9 +722,9 @@ idem_status_t* idem_tensor_data(const idem_value_t* value, const void** out_data
     IDEM_TENSOR_OR_RETURN(t);
     IDEM_CHECK_OUT(out_data);
     if (t->element_type() == idem::ElementType::kString) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT,
-                        std::string(fn) + ": a string tensor has no packed data "
-                                                "(use idem_tensor_string)");
+      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) +
+                                                   ": a string tensor has no packed data "
+                                                   "(use idem_tensor_string)");
     }
     *out_data = t->data().data();
     return nullptr;
@@ -743,14 +747,12 @@ idem_status_t* idem_tensor_string(const idem_value_t* value, size_t index, const
     IDEM_CHECK_OUT(out_data);
     IDEM_CHECK_OUT(out_length);
     if (t->element_type() != idem::ElementType::kString) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT,
-                        std::string(fn) + ": value is not a string tensor");
+      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": value is not a string tensor");
     }
     auto strings = t->strings();
     if (index >= strings.size()) {
-      return MakeStatus(IDEM_OUT_OF_RANGE, std::string(fn) + ": string " +
-                                               std::to_string(index) + " of " +
-                                               std::to_string(strings.size()));
+      return MakeStatus(IDEM_OUT_OF_RANGE, std::string(fn) + ": string " + std::to_string(index) +
+                                               " of " + std::to_string(strings.size()));
     }
     *out_data = strings[index].data();
     *out_length = strings[index].size();
@@ -776,9 +778,8 @@ idem_status_t* idem_sequence_at(const idem_value_t* value, size_t index,
     if (!value->value.is_sequence()) return KindError(fn, value, "a sequence");
     const idem::Sequence& seq = value->value.sequence();
     if (index >= seq.size()) {
-      return MakeStatus(IDEM_OUT_OF_RANGE, std::string(fn) + ": position " +
-                                               std::to_string(index) + " of a sequence of " +
-                                               std::to_string(seq.size()));
+      return MakeStatus(IDEM_OUT_OF_RANGE, std::string(fn) + ": position " + std::to_string(index) +
+                                               " of a sequence of " + std::to_string(seq.size()));
     }
     *out_element = NewValue(seq.at(index));
     return nullptr;
@@ -803,11 +804,9 @@ idem_status_t* idem_optional_value(const idem_value_t* value, idem_value_t** out
     const idem::Optional& opt = value->value.optional();
     if (!opt.has_value()) {
       return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": the optional (" +
-                                                   value->value.type().ToString() +
-                                                   ") is empty");
+                                                   value->value.type().ToString() + ") is empty");
     }
     *out_element = NewValue(opt.value());
     return nullptr;
   });
 }
-
