@@ -53,12 +53,14 @@ cmake --build "$work/cmake" >/dev/null
 
 echo "== consumer via pkg-config"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
+static=""
+[ -e "$libdir/libidem.so" ] || static=--static  # libidem.a: also link its private dependencies
 [ "$(pkg-config --modversion idem)" = "$(sed -n 's/^Version: //p' "$libdir/pkgconfig/idem.pc")" ]
 # shellcheck disable=SC2046,SC2086
-$CC $flags -std=c99 -o "$work/pc_c" "$src/tests/install/consumer.c" $(pkg-config --cflags --libs idem)
+$CC $flags -std=c99 -o "$work/pc_c" "$src/tests/install/consumer.c" $(pkg-config $static --cflags --libs idem)
 # shellcheck disable=SC2046,SC2086
 $CXX $flags -std=c++20 -o "$work/pc_cxx" "$src/tests/install/consumer.cc" \
-  $(pkg-config --cflags --libs idem)
+  $(pkg-config $static --cflags --libs idem)
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir idem) "$work/pc_c" "$model"
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir idem) "$work/pc_cxx" "$model"
 echo "install_consumer: OK"
