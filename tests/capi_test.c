@@ -116,15 +116,15 @@ static void test_options(const char* dir) {
   EXPECT_ERROR(
       idem_session_options_set_limit(options, IDEM_LIMIT_MAX_TYPE_DEPTH, (uint64_t)INT_MAX + 1),
       IDEM_INVALID_ARGUMENT, "at most");
-  EXPECT_ERROR(idem_session_options_set_limit(options, (idem_limit_t)99, 1), IDEM_INVALID_ARGUMENT,
+  EXPECT_ERROR(idem_session_options_set_limit(options, 99, 1), IDEM_INVALID_ARGUMENT,
                "unknown limit 99");
-  EXPECT_ERROR(idem_session_options_get_limit(options, (idem_limit_t)99, &value),
-               IDEM_INVALID_ARGUMENT, "unknown limit 99");
+  EXPECT_ERROR(idem_session_options_get_limit(options, 99, &value), IDEM_INVALID_ARGUMENT,
+               "unknown limit 99");
   EXPECT_ERROR(idem_session_options_get_limit(options, IDEM_LIMIT_MAX_NODES, NULL),
                IDEM_INVALID_ARGUMENT, "out_value is NULL");
   MUST(idem_session_options_set_external_data_mode(options, IDEM_EXTERNAL_DATA_COPY));
-  EXPECT_ERROR(idem_session_options_set_external_data_mode(options, (idem_external_data_mode_t)7),
-               IDEM_INVALID_ARGUMENT, "unknown mode 7");
+  EXPECT_ERROR(idem_session_options_set_external_data_mode(options, 7), IDEM_INVALID_ARGUMENT,
+               "unknown mode 7");
   MUST(idem_session_options_set_allow_external_hard_links(options, 1));
   MUST(idem_session_options_set_eliminate_identity(options, 0));
   EXPECT_ERROR(idem_session_options_set_limit(NULL, IDEM_LIMIT_MAX_NODES, 1), IDEM_INVALID_ARGUMENT,
@@ -364,6 +364,8 @@ static void test_value_errors(void) {
   EXPECT_ERROR(idem_value_create_sequence(IDEM_ELEMENT_FLOAT, elements, 1, &seq),
                IDEM_INVALID_ARGUMENT, "int4");
   MUST(idem_value_create_sequence(IDEM_ELEMENT_INT4, elements, 1, &seq));
+  idem_value_release(v); /* the sequence keeps the tensor alive */
+  v = NULL;
   elements[0] = seq;
   EXPECT_ERROR(idem_value_create_sequence(IDEM_ELEMENT_INT4, elements, 1, &opt),
                IDEM_INVALID_ARGUMENT, "");

@@ -23,6 +23,8 @@
  *    race with other calls on that same handle. Options objects are plain mutable data: do not
  *    modify one from two threads at once. Status objects belong to the thread that received them.
  *  - Element types are ONNX's TensorProto.DataType codes (idem_element_type_t).
+ *  - Parameters that take one of this header's enum values are declared int32_t, so that any
+ *    integer a caller passes is defined behaviour: an unknown value is IDEM_INVALID_ARGUMENT.
  */
 #ifndef IDEM_C_API_H_
 #define IDEM_C_API_H_
@@ -143,15 +145,15 @@ IDEM_API void idem_session_options_release(idem_session_options_t* options);
 
 /* Sets one limit. An unknown `limit` or a value out of the field's range: IDEM_INVALID_ARGUMENT. */
 IDEM_API idem_status_t* idem_session_options_set_limit(idem_session_options_t* options,
-                                                       idem_limit_t limit, uint64_t value);
+                                                       int32_t limit, uint64_t value);
 /* Reads one limit (defaults included). */
 IDEM_API idem_status_t* idem_session_options_get_limit(const idem_session_options_t* options,
-                                                       idem_limit_t limit, uint64_t* out_value);
+                                                       int32_t limit, uint64_t* out_value);
 /* Non-zero (default): Identity nodes are erased from the plan; zero: they run (still no copy). */
 IDEM_API idem_status_t* idem_session_options_set_eliminate_identity(idem_session_options_t* options,
                                                                     int enabled);
 IDEM_API idem_status_t* idem_session_options_set_external_data_mode(idem_session_options_t* options,
-                                                                    idem_external_data_mode_t mode);
+                                                                    int32_t mode);
 /* Non-zero: accept external-data files with more than one hard link (default: refused). */
 IDEM_API idem_status_t* idem_session_options_set_allow_external_hard_links(
     idem_session_options_t* options, int allowed);
@@ -260,8 +262,7 @@ IDEM_API idem_status_t* idem_value_create_optional(const idem_value_t* element,
 
 /* An empty optional of type optional(tensor(element_type)) (element_kind IDEM_VALUE_TENSOR) or
  * optional(seq(tensor(element_type))) (IDEM_VALUE_SEQUENCE). */
-IDEM_API idem_status_t* idem_value_create_empty_optional(idem_value_kind_t element_kind,
-                                                         int32_t element_type,
+IDEM_API idem_status_t* idem_value_create_empty_optional(int32_t element_kind, int32_t element_type,
                                                          idem_value_t** out_value);
 
 /* Drops this handle; the data lives on while other values share it. */

@@ -269,7 +269,7 @@ struct LimitField {
   int* i32 = nullptr;
 };
 
-LimitField FieldOf(idem::Limits& limits, idem_limit_t limit) {
+LimitField FieldOf(idem::Limits& limits, int32_t limit) {
   switch (limit) {
     case IDEM_LIMIT_MAX_MODEL_BYTES:
       return {&limits.max_model_bytes, nullptr};
@@ -293,14 +293,14 @@ LimitField FieldOf(idem::Limits& limits, idem_limit_t limit) {
   return {};
 }
 
-idem_status_t* UnknownLimit(const char* function, idem_limit_t limit) {
+idem_status_t* UnknownLimit(const char* function, int32_t limit) {
   return MakeStatus(IDEM_INVALID_ARGUMENT,
-                    std::string(function) + ": unknown limit " + std::to_string(int(limit)));
+                    std::string(function) + ": unknown limit " + std::to_string(limit));
 }
 
 }  // namespace
 
-idem_status_t* idem_session_options_set_limit(idem_session_options_t* options, idem_limit_t limit,
+idem_status_t* idem_session_options_set_limit(idem_session_options_t* options, int32_t limit,
                                               uint64_t value) {
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
     IDEM_CHECK_HANDLE(options, kOptionsMagic, "options");
@@ -309,10 +309,9 @@ idem_status_t* idem_session_options_set_limit(idem_session_options_t* options, i
       *field.u64 = value;
     } else if (field.i32 != nullptr) {
       if (value > static_cast<uint64_t>(INT_MAX)) {
-        return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": limit " +
-                                                     std::to_string(int(limit)) + " is at most " +
-                                                     std::to_string(INT_MAX) + ", got " +
-                                                     std::to_string(value));
+        return MakeStatus(IDEM_INVALID_ARGUMENT,
+                          std::string(fn) + ": limit " + std::to_string(limit) + " is at most " +
+                              std::to_string(INT_MAX) + ", got " + std::to_string(value));
       }
       *field.i32 = static_cast<int>(value);
     } else {
@@ -322,8 +321,8 @@ idem_status_t* idem_session_options_set_limit(idem_session_options_t* options, i
   });
 }
 
-idem_status_t* idem_session_options_get_limit(const idem_session_options_t* options,
-                                              idem_limit_t limit, uint64_t* out_value) {
+idem_status_t* idem_session_options_get_limit(const idem_session_options_t* options, int32_t limit,
+                                              uint64_t* out_value) {
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
     IDEM_CHECK_HANDLE(options, kOptionsMagic, "options");
     IDEM_CHECK_OUT(out_value);
@@ -350,7 +349,7 @@ idem_status_t* idem_session_options_set_eliminate_identity(idem_session_options_
 }
 
 idem_status_t* idem_session_options_set_external_data_mode(idem_session_options_t* options,
-                                                           idem_external_data_mode_t mode) {
+                                                           int32_t mode) {
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
     IDEM_CHECK_HANDLE(options, kOptionsMagic, "options");
     switch (mode) {
@@ -362,7 +361,7 @@ idem_status_t* idem_session_options_set_external_data_mode(idem_session_options_
         return nullptr;
     }
     return MakeStatus(IDEM_INVALID_ARGUMENT,
-                      std::string(fn) + ": unknown mode " + std::to_string(int(mode)));
+                      std::string(fn) + ": unknown mode " + std::to_string(mode));
   });
 }
 
@@ -646,8 +645,8 @@ idem_status_t* idem_value_create_optional(const idem_value_t* element, idem_valu
   });
 }
 
-idem_status_t* idem_value_create_empty_optional(idem_value_kind_t element_kind,
-                                                int32_t element_type, idem_value_t** out_value) {
+idem_status_t* idem_value_create_empty_optional(int32_t element_kind, int32_t element_type,
+                                                idem_value_t** out_value) {
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
     IDEM_CHECK_OUT(out_value);
     std::optional<idem::ElementType> type = idem::ElementTypeFromCode(element_type);
@@ -666,7 +665,7 @@ idem_status_t* idem_value_create_empty_optional(idem_value_kind_t element_kind,
     }
     return MakeStatus(IDEM_INVALID_ARGUMENT,
                       std::string(fn) + ": an optional holds a tensor or a sequence, not " +
-                          std::to_string(int(element_kind)));
+                          std::to_string(element_kind));
   });
 }
 
