@@ -1,9 +1,14 @@
 /* The C API from C (C99): every function of idem/c_api.h, its ownership rules and its errors.
  *
- * usage: capi_test DATA_DIR   (DATA_DIR holds capi/kinds.onnx and seed/test_cc_identity_opt/)
+ * usage: capi_test DATA_DIR [--threads]
+ *   DATA_DIR holds capi/kinds.onnx and seed/test_cc_identity_opt/.
+ *   --threads: only the concurrency check (one session and one set of values shared by 4 threads;
+ *   ctest `CApiConcurrency`, also run under TSan by scripts/sanitize.sh thread).
  * Prints each failed check and exits 1 if any failed. Runs in the normal suite and under
  * ASan+UBSan (scripts/sanitize.sh), which also catches leaks and double releases. */
+#define _POSIX_C_SOURCE 200809L
 #include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -575,12 +580,101 @@ static void test_wrong_handles(idem_session_t* session) {
   idem_session_options_release(options);
 }
 
+/* ---- Threads: sessions and values are immutable, so one of each may be used from many threads. */
+
+enum { kThreads = 4, kRunsPerThread = 2000 };
+
+typedef struct {
+  const idem_session_t* session;
+  const feeds_t* feeds;
+  int failures; /* per thread: the CHECK counters are not thread-safe */
+} thread_arg_t;
+
+static void* run_many(void* p) {
+  thread_arg_t* arg = (thread_arg_t*)p;
+  const idem_value_t* inputs[4];
+  idem_value_t* outputs[4];
+  int r, i;
+  inputs[0] = arg->feeds->x;
+  inputs[1] = arg->feeds->seq;
+  inputs[2] = arg->feeds->opt;
+  inputs[3] = arg->feeds->str;
+  for (r = 0; r < kRunsPerThread; ++r) {
+    const void* data = NULL;
+    const char* bytes = NULL;
+    const char* name = NULL;
+    size_t length = 0;
+    int has = 0;
+    idem_value_t* wrapped = NULL;
+    idem_status_t* status = idem_session_run(arg->session, inputs, 4, outputs, 4);
+    if (status != NULL) {
+      idem_status_release(status);
+      ++arg->failures;
+      continue;
+    }
+    /* Values derived concurrently from shared ones (reference counts from many threads). */
+    status = idem_value_create_optional(outputs[0], &wrapped);
+    if (status != NULL || idem_optional_has_value(wrapped, &has) != NULL || has != 1) {
+      ++arg->failures;
+    }
+    idem_status_release(status);
+    idem_value_release(wrapped);
+    if (idem_tensor_data(outputs[0], &data) != NULL || data != (const void*)g_x_data) {
+      ++arg->failures;
+    }
+    if (idem_sequence_length(outputs[1], &length) != NULL || length != 2) ++arg->failures;
+    if (idem_optional_has_value(outputs[2], &has) != NULL || has != 1) ++arg->failures;
+    if (idem_tensor_string(outputs[3], 1, &bytes, &length) != NULL || length != 3 ||
+        memcmp(bytes, "c\0d", 3) != 0) {
+      ++arg->failures;
+    }
+    if (idem_session_input_name(arg->session, 3, &name) != NULL || strcmp(name, "t") != 0) {
+      ++arg->failures;
+    }
+    for (i = 0; i < 4; ++i) idem_value_release(outputs[i]);
+  }
+  return NULL;
+}
+
+static int test_threads(const char* dir) {
+  idem_session_t* session = NULL;
+  feeds_t f;
+  release_counter_t x_counter = {0, NULL};
+  pthread_t threads[kThreads];
+  thread_arg_t args[kThreads];
+  int t;
+  MUST(idem_session_create(data_path(dir, "capi/kinds.onnx"), NULL, &session));
+  make_feeds(&f, &x_counter);
+  for (t = 0; t < kThreads; ++t) {
+    args[t].session = session;
+    args[t].feeds = &f;
+    args[t].failures = 0;
+    CHECK(pthread_create(&threads[t], NULL, run_many, &args[t]) == 0);
+  }
+  for (t = 0; t < kThreads; ++t) {
+    CHECK(pthread_join(threads[t], NULL) == 0);
+    CHECK(args[t].failures == 0);
+  }
+  idem_session_release(session);
+  CHECK(x_counter.calls == 0); /* the feeds still hold x */
+  release_feeds(&f);
+  CHECK(x_counter.calls == 1);
+  if (g_failures > 0) {
+    fprintf(stderr, "capi_test --threads: %d of %d checks failed\n", g_failures, g_checks);
+    return 1;
+  }
+  printf("capi_test --threads: %d threads x %d runs, %d checks passed\n", kThreads, kRunsPerThread,
+         g_checks);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   idem_session_t* session = NULL;
   idem_session_options_t* options = NULL;
   const char* dir;
+  if (argc == 3 && strcmp(argv[2], "--threads") == 0) return test_threads(argv[1]);
   if (argc != 2) {
-    fprintf(stderr, "usage: %s DATA_DIR\n", argv[0]);
+    fprintf(stderr, "usage: %s DATA_DIR [--threads]\n", argv[0]);
     return 2;
   }
   dir = argv[1];
