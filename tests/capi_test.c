@@ -357,7 +357,7 @@ static void test_value_errors(void) {
                "unknown element type 0");
   EXPECT_ERROR(idem_value_create_optional(NULL, &v), IDEM_INVALID_ARGUMENT, "element is NULL");
   EXPECT_ERROR(idem_value_create_sequence(IDEM_ELEMENT_FLOAT, NULL, 1, &v), IDEM_INVALID_ARGUMENT,
-               "inputs is NULL");
+               "tensors is NULL with count 1");
   EXPECT_ERROR(idem_value_create_sequence(-3, NULL, 0, &v), IDEM_INVALID_ARGUMENT,
                "unknown element type -3");
   CHECK(v == NULL);

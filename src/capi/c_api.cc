@@ -187,16 +187,19 @@ idem_status_t* KindError(const char* function, const idem_value_t* value, const 
                                                value->value.type().ToString() + ", not " + kind);
 }
 
-idem_status_t* CollectFeeds(const char* function, const idem_value_t* const* inputs,
-                            size_t n_inputs, std::vector<idem::Value>* feeds) {
+// Copies `n_inputs` value handles (the array parameter `what`) into `feeds`, checking each.
+idem_status_t* CollectFeeds(const char* function, const char* what,
+                            const idem_value_t* const* inputs, size_t n_inputs,
+                            std::vector<idem::Value>* feeds) {
   if (n_inputs > 0 && inputs == nullptr) {
-    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(function) + ": inputs is NULL with " +
-                                                 std::to_string(n_inputs) + " inputs");
+    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(function) + ": " + what +
+                                                 " is NULL with count " + std::to_string(n_inputs));
   }
   feeds->reserve(n_inputs);
   for (size_t i = 0; i < n_inputs; ++i) {
     if (!HasMagic(inputs[i], kValueMagic)) {
-      return BadHandle(function, ("inputs[" + std::to_string(i) + "]").c_str(), inputs[i]);
+      return BadHandle(function, (std::string(what) + "[" + std::to_string(i) + "]").c_str(),
+                       inputs[i]);
     }
     feeds->push_back(inputs[i]->value);
   }
@@ -499,7 +502,7 @@ idem_status_t* idem_session_run(const idem_session_t* session, const idem_value_
                             " outputs, the model has " + std::to_string(expected));
     }
     std::vector<idem::Value> feeds;
-    if (idem_status_t* e = CollectFeeds(fn, inputs, n_inputs, &feeds)) return e;
+    if (idem_status_t* e = CollectFeeds(fn, "inputs", inputs, n_inputs, &feeds)) return e;
     idem::Result<std::vector<idem::Value>> result = session->session.Run(feeds);
     if (!result.ok()) return FromStatus(result.status());
     // Wrap every output before publishing any, so a failed allocation leaks nothing.
@@ -524,7 +527,7 @@ idem_status_t* idem_session_run_into(const idem_session_t* session,
                                                    std::to_string(infos.size()) + " outputs");
     }
     std::vector<idem::Value> feeds;
-    if (idem_status_t* e = CollectFeeds(fn, inputs, n_inputs, &feeds)) return e;
+    if (idem_status_t* e = CollectFeeds(fn, "inputs", inputs, n_inputs, &feeds)) return e;
     idem::Result<std::vector<idem::Value>> result = session->session.Run(feeds);
     if (!result.ok()) return FromStatus(result.status());
     // Check every destination before writing any: an error leaves caller memory untouched.
@@ -632,7 +635,7 @@ idem_status_t* idem_value_create_sequence(int32_t element_type, const idem_value
                         std::string(fn) + ": unknown element type " + std::to_string(element_type));
     }
     std::vector<idem::Value> elements;
-    if (idem_status_t* e = CollectFeeds(fn, tensors, count, &elements)) return e;
+    if (idem_status_t* e = CollectFeeds(fn, "tensors", tensors, count, &elements)) return e;
     return Created(idem::Value::MakeSequence(*type, std::move(elements)), out_value);
   });
 }
