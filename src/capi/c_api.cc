@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "idem/idem.h"
+#include "src/core/text.h"
 
 namespace {
 
@@ -81,7 +82,9 @@ idem_status_t* MakeStatus(idem_status_code_t code, std::string message) noexcept
   try {
     auto* s = new idem_status_t;
     s->code = code;
-    s->message = std::move(message);
+    // As every idem::Status message: one printable line whatever names the model holds
+    // (EscapeText leaves already-escaped text unchanged).
+    s->message = idem::EscapeText(message);
     return s;
   } catch (...) {
     return OutOfMemory();
@@ -533,7 +536,7 @@ idem_status_t* idem_session_run_into(const idem_session_t* session,
     // Check every destination before writing any: an error leaves caller memory untouched.
     for (size_t i = 0; i < n_outputs; ++i) {
       const idem::Value& v = (*result)[i];
-      const std::string prefix = std::string(fn) + ": output '" + infos[i].name + "'";
+      const std::string prefix = std::string(fn) + ": output " + idem::QuoteName(infos[i].name);
       if (!v.is_tensor() || v.tensor().element_type() == idem::ElementType::kString) {
         return MakeStatus(IDEM_INVALID_ARGUMENT,
                           prefix + " is " + v.type().ToString() +
