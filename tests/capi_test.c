@@ -351,6 +351,10 @@ static void test_value_errors(void) {
                IDEM_INVALID_ARGUMENT, "6");
   EXPECT_ERROR(idem_value_create_string_tensor(dims, 2, NULL, lengths, 1, &v),
                IDEM_INVALID_ARGUMENT, "strings is NULL");
+  /* A C++ exception inside an entry point (here std::length_error from reserving more strings
+   * than a vector can hold, thrown before anything is allocated) comes back as a status. */
+  EXPECT_ERROR(idem_value_create_string_tensor(dims, 2, strings, lengths, SIZE_MAX / 2, &v),
+               IDEM_RESOURCE_EXHAUSTED, "out of memory");
   EXPECT_ERROR(idem_value_create_empty_optional(IDEM_VALUE_OPTIONAL, IDEM_ELEMENT_FLOAT, &v),
                IDEM_INVALID_ARGUMENT, "tensor or a sequence");
   EXPECT_ERROR(idem_value_create_empty_optional(IDEM_VALUE_TENSOR, 0, &v), IDEM_INVALID_ARGUMENT,
