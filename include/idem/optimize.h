@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "idem/export.h"
 #include "idem/options.h"
 #include "idem/status.h"
 
@@ -50,9 +51,9 @@ enum class KeepRule {
 };
 
 // Short stable identifier, e.g. "graph-input", "outer-scope".
-std::string_view KeepRuleName(KeepRule rule);
+IDEM_API std::string_view KeepRuleName(KeepRule rule);
 // One-line explanation, e.g. "x is an input of its graph".
-std::string_view KeepRuleDescription(KeepRule rule);
+IDEM_API std::string_view KeepRuleDescription(KeepRule rule);
 
 struct KeptIdentity {
   // Where the node is: "graph", "graph/if0.then_branch", "function custom:F",
@@ -86,16 +87,17 @@ struct OptimizeOptions {
 // Optimizes a serialized ModelProto. `*out` receives the result; when nothing is removed it is a
 // byte-for-byte copy of `in`. External data references are copied as they are (they stay valid
 // only next to the original's folder).
-Result<OptimizeReport> OptimizeModelBytes(std::span<const std::byte> in, std::string* out,
-                                          const OptimizeOptions& options = {});
+IDEM_API Result<OptimizeReport> OptimizeModelBytes(std::span<const std::byte> in, std::string* out,
+                                                   const OptimizeOptions& options = {});
 
 // Reads `in_path`, optimizes, writes `out_path` atomically (a temporary file in out_path's folder,
 // fsync, rename; an existing file's permission bits are kept). Refuses to replace the input file
 // unless options.in_place, comparing files by device and inode (not by spelling). A model with
 // external data can only be written into the input's folder (its relative locations must stay
 // valid); elsewhere it is refused.
-Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::string& out_path,
-                                         const OptimizeOptions& options = {});
+IDEM_API Result<OptimizeReport> OptimizeModelFile(const std::string& in_path,
+                                                  const std::string& out_path,
+                                                  const OptimizeOptions& options = {});
 
 }  // namespace idem
 

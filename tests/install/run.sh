@@ -29,7 +29,7 @@ for f in cmake/idem/idemConfig.cmake cmake/idem/idemConfigVersion.cmake cmake/id
 done
 [ -z "$(find "$prefix/include" -name '*.h' -path '*src*')" ] || { echo "src/ headers installed"; exit 1; }
 if [ -e "$libdir/libidem.so" ]; then
-  bash "$src/tests/check_exports.sh" "$libdir/libidem.so"
+  bash "$src/tests/check_exports.sh" "$libdir/libidem.so" "$prefix/include"
 fi
 "$prefix/bin/idem" run "$(dirname "$model")" | grep -F 'res float[1,5] = [[1, 2, 3, 4, 5]]'
 if [ "$python" = ON ]; then
