@@ -17,7 +17,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,6 +37,9 @@ namespace {
 // the interpreter has finalized would crash at exit.
 struct Globals {
   py::object error_type;       // idem.Error
+  // Subclasses named like onnxruntime's (InvalidArgument, InvalidGraph, NotImplemented, Fail,
+  // NoSuchFile), chosen by status code.
+  std::map<std::string, py::object> error_classes;
   py::object raw_tensor_type;  // idem.RawTensor (registered by __init__.py)
   py::module_ numpy;
 };
@@ -47,21 +53,75 @@ Globals& G() {
 // Errors
 // ---------------------------------------------------------------------------------------------
 
-[[noreturn]] void ThrowError(idem::StatusCode code, const std::string& message) {
-  py::object exc = G().error_type(py::str(message));
+// Bytes from a model (names, doc strings, string tensors) as str: UTF-8, with undecodable bytes
+// kept as lone surrogates (PEP 383) so that encoding back with surrogateescape restores them
+// exactly. Never raises UnicodeDecodeError.
+py::str Utf8(std::string_view bytes) {
+  PyObject* s = PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()),
+                                     "surrogateescape");
+  if (!s) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(s);
+}
+
+// For messages: undecodable bytes become \xNN escapes so the text prints on any terminal.
+py::str MessageText(std::string_view bytes) {
+  PyObject* s = PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()),
+                                     "backslashreplace");
+  if (!s) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(s);
+}
+
+// When an error is raised: while loading, "not found" is a missing file; afterwards it is a
+// wrong name passed by the caller.
+enum class Phase { kLoad, kRun };
+
+const char* ErrorClassName(idem::StatusCode code, Phase phase) {
+  using C = idem::StatusCode;
+  switch (code) {
+    case C::kInvalidArgument:
+    case C::kOutOfRange: return "InvalidArgument";
+    case C::kInvalidModel: return "InvalidGraph";
+    case C::kUnsupported: return "NotImplemented";
+    case C::kNotFound:
+    case C::kIoError: return phase == Phase::kLoad ? "NoSuchFile" : "InvalidArgument";
+    default: return "Fail";
+  }
+}
+
+[[noreturn]] void ThrowError(idem::StatusCode code, const std::string& message,
+                             Phase phase = Phase::kRun) {
+  py::object cls = G().error_classes.at(ErrorClassName(code, phase));
+  py::object exc = cls(MessageText(message));
   exc.attr("code") = py::str(std::string(idem::StatusCodeName(code)));
-  PyErr_SetObject(G().error_type.ptr(), exc.ptr());
+  PyErr_SetObject(cls.ptr(), exc.ptr());
   throw py::error_already_set();
 }
 
-[[noreturn]] void ThrowStatus(const idem::Status& status) {
-  ThrowError(status.code(), status.message());
+[[noreturn]] void ThrowStatus(const idem::Status& status, Phase phase = Phase::kRun) {
+  ThrowError(status.code(), status.message(), phase);
 }
 
 template <typename T>
-T Unwrap(idem::Result<T> result) {
-  if (!result.ok()) ThrowStatus(result.status());
+T Unwrap(idem::Result<T> result, Phase phase = Phase::kRun) {
+  if (!result.ok()) ThrowStatus(result.status(), phase);
   return std::move(result).value();
+}
+
+// A name given by the caller (str, encoded with surrogateescape to match Utf8(), or bytes).
+std::string NameFromPython(const py::handle& obj, const std::string& what) {
+  if (py::isinstance<py::bytes>(obj)) return std::string(py::reinterpret_borrow<py::bytes>(obj));
+  if (py::isinstance<py::str>(obj)) {
+    PyObject* b = PyUnicode_AsEncodedString(obj.ptr(), "utf-8", "surrogateescape");
+    if (!b) {
+      PyErr_Clear();
+      ThrowError(idem::StatusCode::kInvalidArgument,
+                 what + " " + std::string(py::str(py::repr(obj))) + " cannot be encoded as UTF-8");
+    }
+    return std::string(py::reinterpret_steal<py::bytes>(b));
+  }
+  ThrowError(idem::StatusCode::kInvalidArgument,
+             what + " must be str or bytes, got " +
+                 std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
 }
 
 std::string TypeNameOf(const py::handle& obj) {
@@ -180,10 +240,16 @@ std::string ToByteString(const py::handle& item, const std::string& where) {
     return std::string(data, static_cast<size_t>(size));
   }
   if (py::isinstance<py::str>(item)) {
-    Py_ssize_t size = 0;
-    const char* data = PyUnicode_AsUTF8AndSize(item.ptr(), &size);
-    if (!data) throw py::error_already_set();
-    return std::string(data, static_cast<size_t>(size));
+    // surrogateescape: a str that came out of a string tensor (see Utf8()) goes back to the
+    // exact bytes it was decoded from.
+    PyObject* b = PyUnicode_AsEncodedString(item.ptr(), "utf-8", "surrogateescape");
+    if (!b) {
+      PyErr_Clear();
+      ThrowError(idem::StatusCode::kInvalidArgument,
+                 where + ": string element " + std::string(py::str(py::repr(item))) +
+                     " cannot be encoded as UTF-8");
+    }
+    return std::string(py::reinterpret_steal<py::bytes>(b));
   }
   if (py::isinstance<py::bytearray>(item)) {
     return std::string(PyByteArray_AsString(item.ptr()),
@@ -329,16 +395,35 @@ idem::Value ValueFromPython(const py::handle& obj, const idem::Type& declared,
 // idem::Value -> Python
 // ---------------------------------------------------------------------------------------------
 
-py::object TensorToPython(const idem::Value& value) {
+// How string tensors come back: bytes (idem.Session) or str (idem.InferenceSession, as
+// onnxruntime does), decoded with surrogateescape so every byte string round-trips.
+enum class Strings { kBytes, kStr };
+
+// numpy arrays hold at most NPY_MAXDIMS dims (32 in numpy 1.x); idem tensors may have more.
+py::array MakeArray(const py::dtype& dtype, const std::vector<py::ssize_t>& shape,
+                    const void* data = nullptr, py::handle base = py::handle()) {
+  try {
+    if (data) return py::array(dtype, shape, std::vector<py::ssize_t>{}, data, base);
+    return py::array(dtype, shape);
+  } catch (py::error_already_set& e) {
+    ThrowError(idem::StatusCode::kOutOfRange,
+               "an output tensor of rank " + std::to_string(shape.size()) +
+                   " cannot be returned as a numpy array: " + e.what());
+  }
+}
+
+py::object TensorToPython(const idem::Value& value, Strings strings = Strings::kBytes) {
   const idem::Tensor& t = value.tensor();
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   if (t.element_type() == idem::ElementType::kString) {
-    py::array out(py::dtype("O"), shape);
-    // Fill the object array through a flat view (each slot starts as None).
-    py::object flat = out.attr("reshape")(-1);
+    py::array out = MakeArray(py::dtype("O"), shape);
+    // Fill the object array in C order through its data pointer (each slot starts as None).
+    PyObject** slots = static_cast<PyObject**>(out.mutable_data());
     size_t i = 0;
     for (const std::string& s : t.strings()) {
-      flat[py::int_(i++)] = py::bytes(s);
+      py::object item = strings == Strings::kStr ? py::object(Utf8(s)) : py::object(py::bytes(s));
+      Py_XDECREF(slots[i]);
+      slots[i++] = item.release().ptr();
     }
     return out;
   }
@@ -352,28 +437,30 @@ py::object TensorToPython(const idem::Value& value) {
   }
   py::dtype dtype = NumpyDtype(t.element_type());
   if (t.element_count() == 0 || t.data().data() == nullptr) {
-    return py::array(dtype, shape);  // nothing to share
+    return MakeArray(dtype, shape);  // nothing to share
   }
   // A read-only view of idem's bytes; the capsule owns a Value handle keeping them alive.
   auto* keep = new idem::Value(value);
   py::capsule base(keep, [](void* p) { delete static_cast<idem::Value*>(p); });
-  py::array out(dtype, shape, std::vector<py::ssize_t>{}, t.data().data(), base);
+  py::array out = MakeArray(dtype, shape, t.data().data(), base);
   out.attr("flags").attr("writeable") = false;
   return out;
 }
 
-py::object ValueToPython(const idem::Value& value) {
+py::object ValueToPython(const idem::Value& value, Strings strings = Strings::kBytes) {
   switch (value.kind()) {
-    case idem::ValueKind::kTensor: return TensorToPython(value);
+    case idem::ValueKind::kTensor: return TensorToPython(value, strings);
     case idem::ValueKind::kSequence: {
       py::list out;
-      for (const idem::Value& v : value.sequence().values()) out.append(ValueToPython(v));
+      for (const idem::Value& v : value.sequence().values()) {
+        out.append(ValueToPython(v, strings));
+      }
       return out;
     }
     case idem::ValueKind::kOptional: {
       const idem::Optional& o = value.optional();
       if (!o.has_value()) return py::none();
-      return ValueToPython(o.value());
+      return ValueToPython(o.value(), strings);
     }
   }
   return py::none();
@@ -393,7 +480,7 @@ py::object DimsToPython(const idem::Type& type) {
     if (d.value) {
       dims.append(py::int_(*d.value));
     } else if (!d.param.empty()) {
-      dims.append(py::str(d.param));
+      dims.append(Utf8(d.param));
     } else {
       dims.append(py::none());
     }
@@ -404,16 +491,90 @@ py::object DimsToPython(const idem::Type& type) {
 py::list InfoList(std::span<const idem::ValueInfo> infos, const py::object& value_info_type) {
   py::list out;
   for (const idem::ValueInfo& info : infos) {
-    out.append(value_info_type(info.name, info.type.ToString(), DimsToPython(info.type)));
+    out.append(value_info_type(Utf8(info.name), info.type.ToString(), DimsToPython(info.type)));
   }
   return out;
 }
 
+// Per-call options (idem.RunOptions): a cancellation flag another thread may set, and a time
+// budget in seconds turned into a deadline when the run starts.
+struct PyRunOptions {
+  std::atomic<bool> terminate{false};
+  std::optional<double> timeout_seconds;
+};
+
+// Reads idem.SessionOptions-style keyword values into idem::SessionOptions.
+idem::SessionOptions MakeSessionOptions(bool eliminate_identity, const py::dict& limits,
+                                        const std::string& external_data,
+                                        bool allow_external_hard_links) {
+  idem::SessionOptions options;
+  options.eliminate_identity = eliminate_identity;
+  options.allow_external_hard_links = allow_external_hard_links;
+  if (external_data == "map") {
+    options.external_data = idem::ExternalDataMode::kMap;
+  } else if (external_data == "copy") {
+    options.external_data = idem::ExternalDataMode::kCopy;
+  } else {
+    ThrowError(idem::StatusCode::kInvalidArgument,
+               "external_data must be 'map' or 'copy', got '" + external_data + "'");
+  }
+  idem::Limits& l = options.limits;
+  for (auto [key, value] : limits) {
+    const std::string name = NameFromPython(key, "limit name");
+    if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
+      ThrowError(idem::StatusCode::kInvalidArgument, "limit '" + name + "' must be an int");
+    }
+    auto as_u64 = [&](uint64_t* field) {
+      const py::int_ v = py::reinterpret_borrow<py::int_>(value);
+      if (v < py::int_(0) || v > py::int_(UINT64_MAX)) {
+        ThrowError(idem::StatusCode::kInvalidArgument,
+                   "limit '" + name + "' must be in [0, 2^64)");
+      }
+      *field = v.cast<uint64_t>();
+    };
+    auto as_int = [&](int* field) {
+      const py::int_ v = py::reinterpret_borrow<py::int_>(value);
+      if (v < py::int_(0) || v > py::int_(INT32_MAX)) {
+        ThrowError(idem::StatusCode::kInvalidArgument,
+                   "limit '" + name + "' must be in [0, 2^31)");
+      }
+      *field = v.cast<int>();
+    };
+    if (name == "max_model_bytes") as_u64(&l.max_model_bytes);
+    else if (name == "max_tensor_bytes") as_u64(&l.max_tensor_bytes);
+    else if (name == "max_elements") as_u64(&l.max_elements);
+    else if (name == "max_type_depth") as_int(&l.max_type_depth);
+    else if (name == "max_nodes") as_u64(&l.max_nodes);
+    else if (name == "max_values") as_u64(&l.max_values);
+    else if (name == "max_sequence_length") as_u64(&l.max_sequence_length);
+    else if (name == "max_graph_depth") as_int(&l.max_graph_depth);
+    else if (name == "max_run_bytes") as_u64(&l.max_run_bytes);
+    else ThrowError(idem::StatusCode::kInvalidArgument, "unknown limit '" + name + "'");
+  }
+  return options;
+}
+
+py::dict LimitsToPython(const idem::Limits& l) {
+  py::dict d;
+  d["max_model_bytes"] = l.max_model_bytes;
+  d["max_tensor_bytes"] = l.max_tensor_bytes;
+  d["max_elements"] = l.max_elements;
+  d["max_type_depth"] = l.max_type_depth;
+  d["max_nodes"] = l.max_nodes;
+  d["max_values"] = l.max_values;
+  d["max_sequence_length"] = l.max_sequence_length;
+  d["max_graph_depth"] = l.max_graph_depth;
+  d["max_run_bytes"] = l.max_run_bytes;
+  return d;
+}
+
 class PySession {
  public:
-  PySession(const py::object& model, bool eliminate_identity, const std::string& base_dir) {
-    idem::SessionOptions options;
-    options.eliminate_identity = eliminate_identity;
+  PySession(const py::object& model, bool eliminate_identity, const std::string& base_dir,
+            const py::dict& limits, const std::string& external_data,
+            bool allow_external_hard_links) {
+    const idem::SessionOptions options =
+        MakeSessionOptions(eliminate_identity, limits, external_data, allow_external_hard_links);
     py::object source = model;
     if (py::hasattr(source, "SerializeToString") && !py::isinstance<py::bytes>(source)) {
       source = source.attr("SerializeToString")();
@@ -421,28 +582,50 @@ class PySession {
     std::optional<idem::Result<idem::Session>> created;
     if (py::isinstance<py::bytes>(source) || py::isinstance<py::bytearray>(source) ||
         py::isinstance<py::memoryview>(source)) {
-      py::buffer_info info = py::reinterpret_borrow<py::buffer>(source).request();
-      auto bytes = std::span<const std::byte>(static_cast<const std::byte*>(info.ptr),
-                                              static_cast<size_t>(info.size * info.itemsize));
+      // PyBUF_SIMPLE asks for one C-contiguous block of `len` bytes: an exporter that cannot give
+      // that (a strided or reversed memoryview) refuses, and the bytes are copied in logical order
+      // instead. Never read `itemsize * count` bytes from a pointer with strides.
+      Py_buffer view;
+      if (PyObject_GetBuffer(source.ptr(), &view, PyBUF_SIMPLE) != 0) {
+        PyErr_Clear();
+        source = source.attr("tobytes")();
+        if (PyObject_GetBuffer(source.ptr(), &view, PyBUF_SIMPLE) != 0) {
+          throw py::error_already_set();
+        }
+      }
+      // The view stays exported while the model is parsed, so a bytearray cannot be resized
+      // under the parser.
+      std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> release_view(&view, PyBuffer_Release);
+      auto bytes = std::span<const std::byte>(static_cast<const std::byte*>(view.buf),
+                                              static_cast<size_t>(view.len));
       py::gil_scoped_release release;
       created.emplace(idem::Session::CreateFromBytes(bytes, base_dir, options));
-    } else {
-      std::string path = py::str(py::module_::import("os").attr("fspath")(source));
+    } else if (py::isinstance<py::str>(source) || py::hasattr(source, "__fspath__")) {
+      py::object fspath = py::module_::import("os").attr("fsencode")(source);
+      std::string path = std::string(py::reinterpret_borrow<py::bytes>(fspath));
       py::gil_scoped_release release;
       created.emplace(idem::Session::Create(path, options));
+    } else {
+      ThrowError(idem::StatusCode::kInvalidArgument,
+                 "a model is a path (str or os.PathLike), bytes, bytearray, memoryview or an "
+                 "object with SerializeToString(); got " +
+                     TypeNameOf(model),
+                 Phase::kLoad);
     }
-    session_ = std::make_unique<idem::Session>(Unwrap(std::move(*created)));
+    session_ = std::make_unique<idem::Session>(Unwrap(std::move(*created), Phase::kLoad));
+    limits_ = options.limits;
   }
 
   const idem::Session& session() const { return *session_; }
+  const idem::Limits& limits() const { return limits_; }
 
-  std::vector<idem::Value> Run(const py::object& feeds) const {
+  std::vector<idem::Value> Run(const py::object& feeds, const PyRunOptions* run_options) const {
     std::span<const idem::ValueInfo> inputs = session_->inputs();
     std::optional<idem::Result<std::vector<idem::Value>>> result;
     if (py::isinstance<py::dict>(feeds)) {
       std::vector<idem::NamedValue> named;
       for (auto [key, obj] : py::reinterpret_borrow<py::dict>(feeds)) {
-        std::string name = py::str(key);
+        std::string name = NameFromPython(key, "an input name");
         const idem::ValueInfo* info = Find(name);
         if (!info) {
           ThrowError(idem::StatusCode::kNotFound,
@@ -450,6 +633,7 @@ class PySession {
         }
         named.push_back({name, ValueFromPython(obj, info->type, "input '" + name + "'")});
       }
+      CheckRunOptions(run_options);
       py::gil_scoped_release release;
       result.emplace(session_->RunNamed(named));
     } else if (py::isinstance<py::list>(feeds) || py::isinstance<py::tuple>(feeds)) {
@@ -464,6 +648,7 @@ class PySession {
         values.push_back(
             ValueFromPython(seq[i], inputs[i].type, "input '" + inputs[i].name + "'"));
       }
+      CheckRunOptions(run_options);
       py::gil_scoped_release release;
       result.emplace(session_->Run(values));
     } else {
@@ -475,6 +660,19 @@ class PySession {
   }
 
  private:
+  // The run options as they stand when the run starts: a set terminate flag or a spent time
+  // budget stops the run before any kernel runs.
+  static void CheckRunOptions(const PyRunOptions* options) {
+    if (!options) return;
+    if (options->terminate.load()) {
+      ThrowError(idem::StatusCode::kCancelled, "the run was cancelled (RunOptions.terminate)");
+    }
+    if (options->timeout_seconds && *options->timeout_seconds <= 0) {
+      ThrowError(idem::StatusCode::kDeadlineExceeded,
+                 "the run's deadline passed before it started (RunOptions.timeout)");
+    }
+  }
+
   const idem::ValueInfo* Find(const std::string& name) const {
     for (const auto& info : session_->inputs()) {
       if (info.name == name) return &info;
@@ -494,7 +692,23 @@ class PySession {
   }
 
   std::unique_ptr<idem::Session> session_;
+  idem::Limits limits_;
 };
+
+py::dict MetadataToPython(const idem::ModelMetadata& m) {
+  py::dict d;
+  d["producer_name"] = Utf8(m.producer_name);
+  d["producer_version"] = Utf8(m.producer_version);
+  d["domain"] = Utf8(m.domain);
+  d["model_version"] = m.model_version;
+  d["doc_string"] = Utf8(m.doc_string);
+  d["graph_name"] = Utf8(m.graph_name);
+  d["graph_doc_string"] = Utf8(m.graph_doc_string);
+  py::list props;
+  for (const auto& [key, value] : m.metadata_props) props.append(py::make_tuple(Utf8(key), Utf8(value)));
+  d["metadata_props"] = props;
+  return d;
+}
 
 const char* OutcomeName(idem::tools::CaseResult::Outcome outcome) {
   switch (outcome) {
@@ -593,9 +807,85 @@ PYBIND11_MODULE(_idem, m) {
       "the rank is unknown; for seq/optional types, the shape of the contained tensor).";
   m.attr("ValueInfo") = value_info_type;
 
+  // The exception classes onnxruntime users catch, each a subclass of idem.Error.
+  const std::pair<const char*, const char*> kErrorClasses[] = {
+      {"InvalidArgument", "A caller-supplied value (feed, name, option, model source) is wrong."},
+      {"InvalidGraph", "The model breaks an ONNX rule (unreadable, ill-typed or ill-formed)."},
+      {"NotImplemented", "Valid ONNX that idem does not implement (operator, opset, type)."},
+      {"NoSuchFile", "The model file (or its external data) cannot be found or read."},
+      {"Fail", "Any other failure: a limit, a run-time precondition, cancellation, a deadline."},
+  };
+  for (const auto& [name, doc] : kErrorClasses) {
+    py::dict cls_ns;
+    cls_ns["__module__"] = "idem";
+    cls_ns["__doc__"] = doc;
+    py::object cls = py::reinterpret_borrow<py::object>((PyObject*)&PyType_Type)(
+        name, py::make_tuple(G().error_type), cls_ns);
+    G().error_classes[name] = cls;
+    m.attr(name) = cls;
+  }
+
+  py::class_<PyRunOptions>(m, "RunOptions")
+      .def(py::init<>())
+      .def_property(
+          "terminate", [](const PyRunOptions& o) { return o.terminate.load(); },
+          [](PyRunOptions& o, bool v) { o.terminate.store(v); })
+      .def_property(
+          "timeout", [](const PyRunOptions& o) { return o.timeout_seconds; },
+          [](PyRunOptions& o, std::optional<double> v) { o.timeout_seconds = v; });
+
+  m.def("default_limits", [] { return LimitsToPython(idem::Limits{}); });
+
+  m.def("supported_operators", [] {
+    py::list out;
+    for (const idem::OperatorInfo& op : idem::SupportedOperators()) {
+      out.append(py::make_tuple(op.domain, op.op_type, op.since_version));
+    }
+    return out;
+  });
+
+  // Runs and converts the outputs named in `output_names` (None: all, in outputs() order).
+  auto run = [](const PySession& s, const py::object& feeds, const py::object& output_names,
+                bool strings_as_str, const PyRunOptions* run_options) {
+    const Strings strings = strings_as_str ? Strings::kStr : Strings::kBytes;
+    std::vector<size_t> picks;
+    auto infos = s.session().outputs();
+    if (!output_names.is_none()) {
+      if (py::isinstance<py::str>(output_names) || py::isinstance<py::bytes>(output_names) ||
+          !py::isinstance<py::iterable>(output_names)) {
+        ThrowError(idem::StatusCode::kInvalidArgument,
+                   "output_names must be a list of output names or None, got " +
+                       TypeNameOf(output_names));
+      }
+      for (const py::handle name_obj : py::reinterpret_borrow<py::iterable>(output_names)) {
+        const std::string name = NameFromPython(name_obj, "an output name");
+        size_t i = 0;
+        while (i < infos.size() && infos[i].name != name) ++i;
+        if (i == infos.size()) {
+          std::string known;
+          for (const auto& info : infos) known += (known.empty() ? "'" : ", '") + info.name + "'";
+          ThrowError(idem::StatusCode::kInvalidArgument,
+                     "'" + name + "' is not an output of the model (outputs: " + known + ")");
+        }
+        picks.push_back(i);
+      }
+    }
+    std::vector<idem::Value> outputs = s.Run(feeds, run_options);
+    py::list out;
+    if (output_names.is_none()) {
+      for (const idem::Value& v : outputs) out.append(ValueToPython(v, strings));
+    } else {
+      for (size_t i : picks) out.append(ValueToPython(outputs[i], strings));
+    }
+    return out;
+  };
+
   py::class_<PySession>(m, "Session")
-      .def(py::init<const py::object&, bool, const std::string&>(), py::arg("model"),
-           py::arg("eliminate_identity") = true, py::arg("base_dir") = "")
+      .def(py::init<const py::object&, bool, const std::string&, const py::dict&,
+                    const std::string&, bool>(),
+           py::arg("model"), py::arg("eliminate_identity") = true, py::arg("base_dir") = "",
+           py::arg("limits") = py::dict(), py::arg("external_data") = "map",
+           py::arg("allow_external_hard_links") = false)
       .def_property_readonly(
           "inputs",
           [value_info_type](const PySession& s) {
@@ -611,26 +901,24 @@ PYBIND11_MODULE(_idem, m) {
           [value_info_type](const PySession& s) {
             return InfoList(s.session().outputs(), value_info_type);
           })
-      .def("run",
-           [](const PySession& s, const py::object& feeds) {
-             std::vector<idem::Value> outputs = s.Run(feeds);
-             py::list out;
-             for (const idem::Value& v : outputs) out.append(ValueToPython(v));
-             return out;
-           },
-           py::arg("feeds"))
+      .def_property_readonly("metadata",
+                             [](const PySession& s) { return MetadataToPython(s.session().metadata()); })
+      .def_property_readonly("limits",
+                             [](const PySession& s) { return LimitsToPython(s.limits()); })
+      .def("run", run, py::arg("feeds"), py::arg("output_names") = py::none(),
+           py::arg("strings_as_str") = false, py::arg("run_options") = nullptr)
       .def("run_dict",
            [](const PySession& s, const py::object& feeds) {
-             std::vector<idem::Value> outputs = s.Run(feeds);
+             std::vector<idem::Value> outputs = s.Run(feeds, nullptr);
              py::dict out;
              auto infos = s.session().outputs();
              for (size_t i = 0; i < outputs.size(); ++i) {
-               out[py::str(infos[i].name)] = ValueToPython(outputs[i]);
+               out[Utf8(infos[i].name)] = ValueToPython(outputs[i]);
              }
              return out;
            },
            py::arg("feeds"))
-      .def("describe", [](const PySession& s) { return s.session().Describe(); });
+      .def("describe", [](const PySession& s) { return MessageText(s.session().Describe()); });
 
   m.def(
       "run_backend_test",

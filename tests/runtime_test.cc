@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstring>
 #include <thread>
+#include <tuple>
 
 #include "idem/idem.h"
 #include "idem/session_proto.h"
@@ -277,6 +278,55 @@ TEST(ConcurrencyTest, EightThreadsTenThousandRunsEachOnOneSession) {
     for (auto& th : threads) th.join();
     EXPECT_EQ(failures.load(), 0) << "eliminate_identity=" << eliminate;
   }
+}
+
+TEST(SessionTest, MetadataCopiesTheModelsDescriptiveFields) {
+  auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {2}), 16);
+  m.set_producer_name("maker");
+  m.set_producer_version("1.2");
+  m.set_domain("org.example");
+  m.set_model_version(7);
+  m.set_doc_string("model doc");
+  m.mutable_graph()->set_name("g");
+  m.mutable_graph()->set_doc_string("graph doc");
+  auto* prop = m.add_metadata_props();
+  prop->set_key("k");
+  prop->set_value("v");
+  Session s = CreateSessionFromProto(m).value();
+  const ModelMetadata& md = s.metadata();
+  EXPECT_EQ(md.producer_name, "maker");
+  EXPECT_EQ(md.producer_version, "1.2");
+  EXPECT_EQ(md.domain, "org.example");
+  EXPECT_EQ(md.model_version, 7);
+  EXPECT_EQ(md.doc_string, "model doc");
+  EXPECT_EQ(md.graph_name, "g");
+  EXPECT_EQ(md.graph_doc_string, "graph doc");
+  ASSERT_EQ(md.metadata_props.size(), 1u);
+  EXPECT_EQ(md.metadata_props[0].first, "k");
+  EXPECT_EQ(md.metadata_props[0].second, "v");
+}
+
+TEST(SessionTest, SupportedOperatorsListsTheRegistrySorted) {
+  std::vector<OperatorInfo> ops = SupportedOperators();
+  bool identity_1 = false, identity_13 = false;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    identity_1 |= ops[i].domain.empty() && ops[i].op_type == "Identity" && ops[i].since_version == 1;
+    identity_13 |=
+        ops[i].domain.empty() && ops[i].op_type == "Identity" && ops[i].since_version == 13;
+    if (i > 0) {
+      EXPECT_TRUE(std::tie(ops[i - 1].domain, ops[i - 1].op_type, ops[i - 1].since_version) <
+                  std::tie(ops[i].domain, ops[i].op_type, ops[i].since_version));
+    }
+  }
+  EXPECT_TRUE(identity_1);
+  EXPECT_TRUE(identity_13);
+}
+
+TEST(SessionTest, PathWithNulIsRefusedNotTruncated) {
+  auto s = Session::Create(std::string("/dev/null\0.onnx", 15));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("NUL"), std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "idem/buffer.h"
 #include "idem/element_type.h"
+#include "idem/model_metadata.h"
 #include "idem/optimize.h"
 #include "idem/options.h"
 #include "idem/session.h"

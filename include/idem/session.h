@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "idem/export.h"
+#include "idem/model_metadata.h"
 #include "idem/options.h"
 #include "idem/status.h"
 #include "idem/type.h"
@@ -54,6 +55,8 @@ class IDEM_API alignas(64) Session {
   // Graph inputs that have an initializer: may be fed by name to override the default.
   std::span<const ValueInfo> overridable_inputs() const;
   std::span<const ValueInfo> outputs() const;
+  // The model's descriptive fields (producer, doc strings, metadata_props).
+  const ModelMetadata& metadata() const;
 
   // Runs with `feeds` in inputs() order. Returns outputs in outputs() order.
   Result<std::vector<Value>> Run(std::span<const Value> feeds) const;
@@ -84,6 +87,10 @@ class IDEM_API alignas(64) Session {
   explicit Session(std::unique_ptr<const Impl> impl);
   std::unique_ptr<const Impl> impl_;
 };
+
+// Every operator version the session's kernel registry implements, sorted by (domain, op_type,
+// since_version). What a model may use; anything else is refused with StatusCode::kUnsupported.
+IDEM_API std::vector<OperatorInfo> SupportedOperators();
 
 }  // namespace idem
 

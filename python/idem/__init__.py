@@ -1,9 +1,15 @@
 """idem: a bit-exact, zero-copy ONNX runtime (Python bindings).
 
-Quick start::
+Quick start (the onnxruntime API)::
 
     import numpy as np
     import idem
+
+    sess = idem.InferenceSession("model.onnx")   # or bytes; providers=["CPUExecutionProvider"]
+    name = sess.get_inputs()[0].name
+    (y,) = sess.run(None, {name: np.ones((1, 5), np.float32)})
+
+The lower-level API::
 
     session = idem.Session("model.onnx")          # or serialized bytes, or an onnx.ModelProto
     print(session.inputs)                          # [ValueInfo(name='x', type='tensor(float)', shape=[1, 5])]
@@ -19,9 +25,12 @@ ONNX type                                 Python
 tensor(float, double, float16, int*,      ``numpy.ndarray`` of the matching dtype. Outputs
 uint*, bool, complex64, complex128)       are read-only arrays that share idem's memory.
 tensor(string)                            ``numpy.ndarray`` of dtype object holding
-                                          ``bytes`` (outputs). Inputs may hold ``bytes`` or
-                                          ``str`` (encoded as UTF-8); 'S'/'U' arrays and
-                                          plain lists are accepted too.
+                                          ``bytes`` (Session outputs) or ``str``
+                                          (InferenceSession outputs, decoded from UTF-8 with
+                                          ``surrogateescape`` so any bytes round-trip).
+                                          Inputs may hold ``bytes`` or ``str`` (encoded as
+                                          UTF-8 with ``surrogateescape``); 'S'/'U' arrays
+                                          and plain lists are accepted too.
 tensor(bfloat16, float8*, float8e8m0,     :class:`RawTensor` (packed little-endian bytes),
 int4, uint4, float4e2m1, int2, uint2)     both as input and output: numpy lacks these.
 seq(tensor(T))                            ``list`` of the tensor mapping above (a tuple is
@@ -42,20 +51,51 @@ output that is the same value (e.g. through Identity) is returned as a read-only
 ``run`` also changes the outputs that alias it; copy the output (``out.copy()``) if you need to.
 Output arrays stay valid after the Session is gone.
 
-Errors: every failure raises :class:`Error` (a subclass of both ``RuntimeError`` and
+Errors: every failure raises an :class:`Error` (a subclass of both ``RuntimeError`` and
 ``ValueError``) whose message is idem's, naming the model, node, input and rule involved, and
-whose ``code`` attribute is the status code name (e.g. ``'INVALID_MODEL'``).
+whose ``code`` attribute is the status code name (e.g. ``'INVALID_MODEL'``). The class is one of
+onnxruntime's names, all subclasses of :class:`Error`: :class:`InvalidArgument` (a wrong feed,
+name, option or model source), :class:`InvalidGraph` (the model breaks an ONNX rule),
+:class:`NotImplemented` (valid ONNX idem lacks), :class:`NoSuchFile` (the model file cannot be
+found or read) and :class:`Fail` (anything else: limits, run-time preconditions, cancellation).
+Python errors met while converting arguments (a ``TypeError`` from a wrong argument, a
+``ValueError`` from numpy, a ``UnicodeError``) are raised as :class:`InvalidArgument` with the
+original as ``__cause__``.
 
 Threads: ``Session.run`` releases the GIL while the model runs; one Session may be run from
 several threads at once.
 """
 
+import os as _os
+
 from . import _idem
 
-__all__ = ["Session", "Error", "RawTensor", "ValueInfo", "run_backend_test", "optimize"]
+__all__ = ["Session", "Error", "InvalidArgument", "InvalidGraph", "NotImplemented", "Fail",
+           "NoSuchFile", "RawTensor", "ValueInfo", "run_backend_test", "optimize", "supported_operators",
+           "default_limits",
+           "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel",
+           "NodeArg", "ModelMetadata", "get_available_providers", "get_device"]
 
 Error = _idem.Error
+InvalidArgument = _idem.InvalidArgument
+InvalidGraph = _idem.InvalidGraph
+NotImplemented = _idem.NotImplemented  # noqa: A001 (onnxruntime's name)
+Fail = _idem.Fail
+NoSuchFile = _idem.NoSuchFile
 ValueInfo = _idem.ValueInfo
+
+
+def _foreign_error(exc):
+    """The idem error standing for a Python exception raised while converting arguments."""
+    if isinstance(exc, MemoryError):
+        err, code = Fail("MemoryError: %s" % (exc,)), "RESOURCE_EXHAUSTED"
+    else:
+        err, code = InvalidArgument("%s: %s" % (type(exc).__name__, exc)), "INVALID_ARGUMENT"
+    err.code = code
+    return err
+
+
+
 
 
 class RawTensor:
@@ -111,14 +151,27 @@ class Session:
             types are still checked). Turn off only to measure or debug.
         base_dir: for models given as bytes, the folder external data is resolved in (empty:
             external data is refused).
+        limits: ``{name: int}`` overriding idem's limits (names as in :func:`default_limits`).
+        external_data: ``"map"`` (default: mapped read-only; the files must stay unchanged while
+            outputs refer to them) or ``"copy"`` (copied at load).
+        allow_external_hard_links: accept external-data files that have more than one hard link.
 
     Raises:
-        Error: the model cannot be read, breaks an ONNX rule or uses something idem lacks.
+        Error: the model cannot be read, breaks an ONNX rule or uses something idem lacks
+            (subclasses: see the module docstring).
     """
 
-    def __init__(self, model, eliminate_identity=True, base_dir=""):
-        self._session = _idem.Session(model, eliminate_identity=eliminate_identity,
-                                      base_dir=base_dir)
+    def __init__(self, model, eliminate_identity=True, base_dir="", *, limits=None,
+                 external_data="map", allow_external_hard_links=False):
+        try:
+            self._session = _idem.Session(
+                model, eliminate_identity=eliminate_identity, base_dir=_os.fspath(base_dir),
+                limits=dict(limits or {}), external_data=external_data,
+                allow_external_hard_links=allow_external_hard_links)
+        except Error:
+            raise
+        except Exception as e:
+            raise _foreign_error(e) from e
 
     @property
     def inputs(self):
@@ -152,11 +205,33 @@ class Session:
         Raises:
             Error: a feed is missing, unknown or of the wrong type, or an operator failed.
         """
-        return self._session.run(feeds)
+        try:
+            return self._session.run(feeds)
+        except Error:
+            raise
+        except Exception as e:
+            raise _foreign_error(e) from e
 
     def run_dict(self, feeds):
         """Like :meth:`run` but returns ``{output name: value}``."""
-        return self._session.run_dict(feeds)
+        try:
+            return self._session.run_dict(feeds)
+        except Error:
+            raise
+        except Exception as e:
+            raise _foreign_error(e) from e
+
+    @property
+    def metadata(self):
+        """The model's descriptive fields as a dict: producer_name, producer_version, domain,
+        model_version, doc_string, graph_name, graph_doc_string, metadata_props (list of
+        ``(key, value)``)."""
+        return self._session.metadata
+
+    @property
+    def limits(self):
+        """The limits this session was created with, as ``{name: int}``."""
+        return self._session.limits
 
     def describe(self):
         """Human-readable summary: IR version, opsets, typed inputs/outputs, nodes."""
@@ -180,8 +255,29 @@ def run_backend_test(folder, skip_unsupported=False):
         ``(outcome, reason)`` where outcome is ``"PASS"``, ``"FAIL"`` or ``"SKIP"`` and reason
         says why it failed or was skipped (empty on success).
     """
-    import os
-    return _idem.run_backend_test(os.fspath(folder), skip_unsupported)
+    try:
+        return _idem.run_backend_test(_os.fspath(folder), skip_unsupported)
+    except Error:
+        raise
+    except Exception as e:
+        raise _foreign_error(e) from e
+
+
+def supported_operators():
+    """Every operator version idem implements, as sorted ``(domain, op_type, since_version)``
+    tuples (domain ``""`` is the default ONNX domain). A model may use an operator at opset ``v``
+    when some listed version of it has ``since_version <= v``."""
+    return [tuple(t) for t in _idem.supported_operators()]
+
+
+def default_limits():
+    """idem's default limits as ``{name: int}`` (see the README's limits table)."""
+    return dict(_idem.default_limits())
+
+
+from ._inference_session import (  # noqa: E402 (needs the names above)
+    GraphOptimizationLevel, InferenceSession, ModelMetadata, NodeArg, RunOptions, SessionOptions,
+    get_available_providers, get_device)
 
 
 # --- idem.optimize (issue 9) ---------------------------------------------------------------------

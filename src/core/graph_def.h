@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "idem/model_metadata.h"
 #include "idem/options.h"
 #include "idem/value.h"
 #include "idem/type.h"
@@ -74,6 +75,7 @@ struct GraphDef {
   std::vector<ValueInfo> value_infos;
   std::vector<NamedValue> initializers;
   std::vector<NodeDef> nodes;
+  ModelMetadata metadata;  // descriptive only; handed to the Session untouched
 };
 
 }  // namespace idem

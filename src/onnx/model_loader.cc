@@ -15,6 +15,22 @@
 namespace idem {
 namespace {
 
+// The model's descriptive fields (informational; validated by nothing).
+ModelMetadata MetadataOf(const onnx::ModelProto& model) {
+  ModelMetadata m;
+  m.producer_name = model.producer_name();
+  m.producer_version = model.producer_version();
+  m.domain = model.domain();
+  m.model_version = model.model_version();
+  m.doc_string = model.doc_string();
+  m.graph_name = model.graph().name();
+  m.graph_doc_string = model.graph().doc_string();
+  for (const auto& prop : model.metadata_props()) {
+    m.metadata_props.emplace_back(prop.key(), prop.value());
+  }
+  return m;
+}
+
 Status Bad(std::string message) { return Status(StatusCode::kInvalidModel, std::move(message)); }
 
 Result<ValueInfo> ConvertValueInfo(const onnx::ValueInfoProto& p, const Limits& limits,
@@ -170,6 +186,7 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
                                     const Limits& limits, const ExternalDataOptions& external) {
   GraphDef graph;
   graph.ir_version = model.ir_version();
+  graph.metadata = MetadataOf(model);
   if (graph.ir_version < kMinIrVersion || graph.ir_version > kMaxIrVersion) {
     return Status(StatusCode::kUnsupported,
                   fmt::format("IR version {} is not supported (idem reads IR {} to {})",

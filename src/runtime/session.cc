@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <new>
+#include <tuple>
 
 #include "src/kernels/kernel.h"
 #include "src/onnx/model_loader.h"
@@ -41,6 +43,7 @@ struct alignas(64) Session::Impl {
   const Plan& plan;  // executor.main()
   SessionOptions options;
   std::string source;
+  ModelMetadata metadata;
   // Derived from `plan` once, for Run's hot path.
   HotVector<FeedCheck> feed_checks;
   // RunNamed: input name -> feed index (>= 0) or -(override index) - 1. Built once, so feeding
@@ -136,6 +139,7 @@ void PrepareHotPath(Session::Impl& impl) {
 Result<Session> Finish(Result<GraphDef> graph, const SessionOptions& options,
                        Result<Session> (*make)(std::unique_ptr<Session::Impl>)) {
   if (!graph.ok()) return std::move(graph).take_status();
+  ModelMetadata metadata = std::move(graph->metadata);
   std::string source = graph->source;
   auto program = BuildProgram(std::move(graph).value(), KernelRegistry::Default(), options);
   if (!program.ok()) {
@@ -145,6 +149,7 @@ Result<Session> Finish(Result<GraphDef> graph, const SessionOptions& options,
   auto impl = std::make_unique<Session::Impl>(std::move(program).value());
   impl->options = options;
   impl->source = std::move(source);
+  impl->metadata = std::move(metadata);
   PrepareHotPath(*impl);
   return make(std::move(impl));
 }
@@ -164,7 +169,13 @@ struct SessionFactory {
 };
 
 Result<Session> Session::Create(const std::string& path, const SessionOptions& options) {
-  return Finish(LoadGraphFromFile(path, options.limits, ExternalDataOptions::From(options)), options, &SessionFactory::Make);
+  // The OS reads a path up to its first NUL: "a.onnx\0x" would silently open "a.onnx".
+  if (path.find('\0') != std::string::npos) {
+    return Status(StatusCode::kInvalidArgument,
+                  "the model path contains a NUL character (paths cannot contain NUL)");
+  }
+  return Finish(LoadGraphFromFile(path, options.limits, ExternalDataOptions::From(options)),
+                options, &SessionFactory::Make);
 }
 
 Result<Session> Session::CreateFromBytes(std::span<const std::byte> bytes,
@@ -192,6 +203,19 @@ std::span<const ValueInfo> Session::inputs() const { return impl_->plan.feeds; }
 std::span<const ValueInfo> Session::overridable_inputs() const { return impl_->plan.overrides; }
 std::span<const ValueInfo> Session::outputs() const { return impl_->plan.outputs; }
 std::string Session::Describe() const { return impl_->plan.description; }
+const ModelMetadata& Session::metadata() const { return impl_->metadata; }
+
+std::vector<OperatorInfo> SupportedOperators() {
+  std::vector<OperatorInfo> out;
+  for (const KernelSchema* schema : KernelRegistry::Default().All()) {
+    out.push_back({schema->domain, schema->op_type, schema->since_version});
+  }
+  std::sort(out.begin(), out.end(), [](const OperatorInfo& a, const OperatorInfo& b) {
+    return std::tie(a.domain, a.op_type, a.since_version) <
+           std::tie(b.domain, b.op_type, b.since_version);
+  });
+  return out;
+}
 
 // The hot path: one pass of compares over the feeds, the steps (none when every node is an erased
 // Identity), and one allocation for the returned vector. No map lookups, strings, locks or
