@@ -923,6 +923,10 @@ PYBIND11_MODULE(_idem, m) {
   m.def(
       "run_backend_test",
       [](const std::string& folder, bool skip_unsupported) {
+        if (folder.find('\0') != std::string::npos) {
+          ThrowError(idem::StatusCode::kInvalidArgument,
+                     "the folder path contains a NUL character (paths cannot contain NUL)");
+        }
         idem::tools::CaseResult result;
         {
           py::gil_scoped_release release;

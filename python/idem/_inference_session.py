@@ -179,7 +179,8 @@ def _check_providers(providers, provider_options):
                               "(providers=['CPUExecutionProvider'])" % (name,))
         if options:
             raise _idem_error(_idem.InvalidArgument,
-                              "CPUExecutionProvider options %r are not supported" % (options,))
+                              "provider options %r for CPUExecutionProvider are not supported" %
+                              (options,))
     for options in provider_options or ():
         if options:
             raise _idem_error(_idem.InvalidArgument,
