@@ -119,7 +119,8 @@ class IdemBackend(Backend):
     @classmethod
     def run_node(cls, node, inputs, device="CPU", outputs_info=None, **kwargs):
         """Runs one node: builds a one-node model whose input types come from `inputs` (numpy
-        arrays, or lists of arrays for sequences) and whose output types are left to idem.
+        arrays, or lists of arrays for sequences) and whose output types come from onnx's shape
+        inference.
 
         Keyword arguments: ``opset_version`` (default: the newest opset onnx knows).
         """
@@ -135,12 +136,23 @@ class IdemBackend(Backend):
         for name, value in zip(names, inputs):
             value_infos.append(helper.make_value_info(name, _type_proto(value)))
             feeds[name] = value
-        outputs = [helper.make_value_info(n, onnx.TypeProto()) for n in node.output if n]
-        graph = helper.make_graph([node], "run_node", value_infos, outputs)
+        output_names = [n for n in node.output if n]
+        graph = helper.make_graph([node], "run_node", value_infos, [])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        # Output types: onnx's shape inference (idem requires typed graph outputs). An output it
+        # cannot type stays untyped and idem reports it.
+        inferred = {}
+        try:
+            inferred = {v.name: v.type for v in
+                        onnx.shape_inference.infer_shapes(model).graph.value_info}
+        except Exception:  # noqa: BLE001 (inference is best effort; idem validates)
+            pass
+        outputs = [helper.make_value_info(n, inferred.get(n, onnx.TypeProto()))
+                   for n in output_names]
+        model.graph.output.extend(outputs)
         rep = cls.prepare(model, device, **kwargs)
         result = rep.session.run(None, feeds)
-        return namedtupledict("Outputs", [o.name for o in outputs])(*result)
+        return namedtupledict("Outputs", output_names)(*result)
 
 
 _NP_TO_ONNX = {np.dtype(k): v for k, v in onnx.mapping.NP_TYPE_TO_TENSOR_TYPE.items()
@@ -152,7 +164,18 @@ def _type_proto(value):
     if isinstance(value, (list, tuple)):
         if not value:
             raise InvalidArgument("run_node cannot type an empty sequence input")
-        return helper.make_sequence_type_proto(_type_proto(value[0]))
+        # The elements' common shape: a dim that differs between elements is unknown.
+        arrays = [np.asarray(v) for v in value]
+        ranks = {a.ndim for a in arrays}
+        shape = None
+        if len(ranks) == 1:
+            shape = [dims[0] if len(set(dims)) == 1 else None
+                     for dims in zip(*(a.shape for a in arrays))]
+        element = _type_proto(arrays[0])
+        element.tensor_type.ClearField("shape")
+        if shape is not None:
+            element = helper.make_tensor_type_proto(element.tensor_type.elem_type, shape)
+        return helper.make_sequence_type_proto(element)
     array = np.asarray(value)
     if array.dtype.kind in "OUS":
         elem = onnx.TensorProto.STRING
