@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake ninja-build clang libclang-rt-14-dev
           libonnx-dev libonnx-testdata python3-onnx python3-numpy python3-dev
+          python3-pip python3-setuptools python3-wheel python3-venv
           libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev pybind11-dev
           dpkg-dev pkgconf
           libgtest-dev libgmock-dev libbenchmark-dev)
