@@ -2,7 +2,7 @@
 """Turns idem_bench's JSON (Google Benchmark, with repetitions) into a Markdown table of medians
 and the issue-5 ratios against their targets.
 
-usage: summarize.py latest.json [--rss-kib N] [--ort ort.json]
+usage: summarize.py latest.json [--rss-kib N] [--ort ort.json] [--python python.json]
 Times are medians of real (wall) time over the repetitions; throughput is runs/s of the whole
 process. Exit status 0 when every target holds, 1 otherwise.
 """
@@ -45,6 +45,7 @@ def main():
     ap.add_argument("json")
     ap.add_argument("--rss-kib", type=int)
     ap.add_argument("--ort", help="optional JSON {case: ns} from bench/ort/ort_bench.js")
+    ap.add_argument("--python", help="optional JSON {case: ns} from bench/python_bench.py")
     args = ap.parse_args()
     context, m = load_medians(args.json)
     ort = {}
@@ -75,6 +76,17 @@ def main():
                      fmt_time(ort_ns) if ort_ns else "", note))
 
     row("tiny", tiny, "", "<= 150 ns", tiny is not None and tiny <= 150)
+    if args.python:
+        # The same tiny model through the Python package: what a Python caller pays per run
+        # (feed dict -> zero-copy Value -> Run -> read-only numpy view). Informative.
+        with open(args.python) as f:
+            py = json.load(f)
+        for case, note in (("python_tiny_run", "idem.InferenceSession.run(None, {'x': x})"),
+                           ("python_tiny_run_session", "idem.Session.run([x])")):
+            t = py.get(case)
+            rows.append((case, fmt_time(t) if t else "missing",
+                         f"{t / tiny:.1f}x tiny" if t and tiny else "", "(informative)", "", "",
+                         note))
     for case, limit in [("f32_16MiB", None), ("f32_256MiB", 2), ("seq_1000x1024", 2),
                         ("seq_1000x1024_declared", None), ("string_10000", 2),
                         ("chain100", 2), ("chain100_noelim", 30), ("seed_example", 10),

@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -111,6 +112,13 @@ T Unwrap(idem::Result<T> result, Phase phase = Phase::kRun) {
 std::string NameFromPython(const py::handle& obj, const std::string& what) {
   if (py::isinstance<py::bytes>(obj)) return std::string(py::reinterpret_borrow<py::bytes>(obj));
   if (py::isinstance<py::str>(obj)) {
+    // Fast path: CPython caches a str's UTF-8 form. Strings holding surrogates (escaped bytes
+    // from Utf8()) have none and take the surrogateescape encoder.
+    Py_ssize_t size = 0;
+    if (const char* utf8 = PyUnicode_AsUTF8AndSize(obj.ptr(), &size)) {
+      return std::string(utf8, static_cast<size_t>(size));
+    }
+    PyErr_Clear();
     PyObject* b = PyUnicode_AsEncodedString(obj.ptr(), "utf-8", "surrogateescape");
     if (!b) {
       PyErr_Clear();
@@ -299,7 +307,9 @@ idem::Value TensorFromPython(const py::handle& obj, idem::ElementType declared,
   }
   py::module_& np = G().numpy;
   py::array arr;
-  if (IsNumpyArray(obj) || IsNumpyScalar(obj)) {
+  if (IsNumpyArray(obj)) {
+    arr = py::reinterpret_borrow<py::array>(obj);  // the hot path: no Python-level calls
+  } else if (IsNumpyScalar(obj)) {
     arr = np.attr("asarray")(obj);
   } else if (declared == idem::ElementType::kString) {
     arr = np.attr("asarray")(obj, py::arg("dtype") = py::dtype("O"));
@@ -335,11 +345,15 @@ idem::Value TensorFromPython(const py::handle& obj, idem::ElementType declared,
   if (*type == idem::ElementType::kString) return StringTensorFromArray(arr, where);
 
   // Share memory when numpy's layout is already idem's (C order, aligned, little-endian bytes
-  // in native order); otherwise copy into such an array first.
-  const bool native = dtype.attr("isnative").cast<bool>();
+  // in native order); otherwise copy into such an array first. Flags are read through numpy's C
+  // structs (pybind11's proxies), not Python attributes: this runs on every feed.
+  const char order = py::detail::array_descriptor_proxy(dtype.ptr())->byteorder;
+  const bool native = order == '=' || order == '|' ||
+                      order == (std::endian::native == std::endian::little ? '<' : '>');
   if (!native) arr = arr.attr("astype")(dtype.attr("newbyteorder")("="));
-  py::object flags = arr.attr("flags");
-  if (!flags.attr("c_contiguous").cast<bool>() || !flags.attr("aligned").cast<bool>()) {
+  constexpr int kContiguousAligned =
+      py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  if ((arr.flags() & kContiguousAligned) != kContiguousAligned) {
     arr = np.attr("ascontiguousarray")(arr);
   }
   std::vector<int64_t> shape = ShapeOf(arr);
@@ -443,7 +457,8 @@ py::object TensorToPython(const idem::Value& value, Strings strings = Strings::k
   auto* keep = new idem::Value(value);
   py::capsule base(keep, [](void* p) { delete static_cast<idem::Value*>(p); });
   py::array out = MakeArray(dtype, shape, t.data().data(), base);
-  out.attr("flags").attr("writeable") = false;
+  // Read-only: idem's values are immutable (and may be another caller's input).
+  py::detail::array_proxy(out.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return out;
 }
 

@@ -8,6 +8,8 @@
 #   REPS=9 bash scripts/bench.sh                # more repetitions
 #   bash scripts/bench.sh --benchmark_filter=tiny   # extra args go to idem_bench
 #
+# Also times the Python package on the tiny model (bench/python_bench.py: python_tiny_run), shown
+# next to the C++ tiny row.
 # Env: BUILD_DIR (default build-bench), REPS (default 5), CMAKE_ARGS.
 # Timings are noisy when other work shares the machine: the load average is printed and saved.
 set -euo pipefail
@@ -26,9 +28,9 @@ if ! dpkg-query -W -f='${Status}' libbenchmark-dev 2>/dev/null | grep -q "instal
 fi
 
 echo "== build ($BUILD_DIR, Release)"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIDEM_BUILD_PYTHON=OFF \
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DIDEM_BUILD_PYTHON=ON \
   ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$BUILD_DIR" --target idem_bench -j"$(nproc)"
+cmake --build "$BUILD_DIR" --target idem_bench _idem -j"$(nproc)"
 BENCH="$BUILD_DIR/bench/idem_bench"
 
 mkdir -p "$OUT"
@@ -56,6 +58,12 @@ if [ -n "${ORT_NODE_MODULES:-}" ]; then
   ort_args=(--ort "$OUT/latest_ort.json")
 fi
 
+echo "== Python: InferenceSession.run on the tiny model (bench/python_bench.py)"
+PYTHONPATH="$BUILD_DIR/python" /usr/bin/python3 bench/python_bench.py --reps "$REPS" \
+  >"$OUT/latest_python.json"
+cat "$OUT/latest_python.json"
+
 echo "== summary (medians of $REPS repetitions, real time)"
-python3 bench/summarize.py "$OUT/latest.json" --rss-kib "$rss_kib" "${ort_args[@]}" |
+python3 bench/summarize.py "$OUT/latest.json" --rss-kib "$rss_kib" "${ort_args[@]}" \
+  --python "$OUT/latest_python.json" |
   tee "$OUT/latest.md"
