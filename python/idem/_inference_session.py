@@ -279,8 +279,8 @@ class InferenceSession:
         """Runs the model.
 
         Args:
-            output_names: names of the outputs to return, in the order wanted, or None (every
-                output, in :meth:`get_outputs` order). An unknown name is an error.
+            output_names: names of the outputs to return, in the order wanted, or None or ``[]``
+                (every output, in :meth:`get_outputs` order). An unknown name is an error.
             input_feed: ``{input name: value}`` (``str`` or ``bytes`` names) for every input of
                 :meth:`get_inputs`, plus any of :meth:`get_overridable_initializers`. Values as in
                 the module docstring (numpy arrays are used without copying when C-contiguous).
@@ -303,7 +303,8 @@ class InferenceSession:
                 raise _idem_error(_idem.InvalidArgument,
                                   "run_options must be an idem.RunOptions, got %s" %
                                   type(run_options).__name__)
-            return self._session.run(input_feed, output_names, True, run_options)
+            # As onnxruntime: an empty list means every output too.
+            return self._session.run(input_feed, output_names or None, True, run_options)
         except _idem.Error:
             raise
         except Exception as e:

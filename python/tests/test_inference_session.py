@@ -43,6 +43,7 @@ class InferenceSessionRunTest(unittest.TestCase):
         np.testing.assert_array_equal(q3, b)
         p4, p5 = sess.run(["p", "p"], {"a": a, "b": b})
         np.testing.assert_array_equal(p5, a)
+        self.assertEqual(len(sess.run([], {"a": a, "b": b})), 2)  # onnxruntime: [] means all
 
     def test_unknown_output_name_is_an_error(self):
         sess = idem.InferenceSession(two_output_model())
