@@ -720,7 +720,9 @@ py::dict MetadataToPython(const idem::ModelMetadata& m) {
   d["graph_name"] = Utf8(m.graph_name);
   d["graph_doc_string"] = Utf8(m.graph_doc_string);
   py::list props;
-  for (const auto& [key, value] : m.metadata_props) props.append(py::make_tuple(Utf8(key), Utf8(value)));
+  for (const auto& [key, value] : m.metadata_props) {
+    props.append(py::make_tuple(Utf8(key), Utf8(value)));
+  }
   d["metadata_props"] = props;
   return d;
 }
@@ -916,8 +918,8 @@ PYBIND11_MODULE(_idem, m) {
           [value_info_type](const PySession& s) {
             return InfoList(s.session().outputs(), value_info_type);
           })
-      .def_property_readonly("metadata",
-                             [](const PySession& s) { return MetadataToPython(s.session().metadata()); })
+      .def_property_readonly(
+          "metadata", [](const PySession& s) { return MetadataToPython(s.session().metadata()); })
       .def_property_readonly("limits",
                              [](const PySession& s) { return LimitsToPython(s.limits()); })
       .def("run", run, py::arg("feeds"), py::arg("output_names") = py::none(),

@@ -310,7 +310,8 @@ TEST(SessionTest, SupportedOperatorsListsTheRegistrySorted) {
   std::vector<OperatorInfo> ops = SupportedOperators();
   bool identity_1 = false, identity_13 = false;
   for (size_t i = 0; i < ops.size(); ++i) {
-    identity_1 |= ops[i].domain.empty() && ops[i].op_type == "Identity" && ops[i].since_version == 1;
+    identity_1 |=
+        ops[i].domain.empty() && ops[i].op_type == "Identity" && ops[i].since_version == 1;
     identity_13 |=
         ops[i].domain.empty() && ops[i].op_type == "Identity" && ops[i].since_version == 13;
     if (i > 0) {

@@ -66,6 +66,7 @@ Threads: ``Session.run`` releases the GIL while the model runs; one Session may 
 several threads at once.
 """
 
+import builtins as _builtins
 import os as _os
 
 from . import _idem
@@ -79,7 +80,9 @@ __all__ = ["Session", "Error", "InvalidArgument", "InvalidGraph", "NotImplemente
 Error = _idem.Error
 InvalidArgument = _idem.InvalidArgument
 InvalidGraph = _idem.InvalidGraph
-NotImplemented = _idem.NotImplemented  # noqa: A001 (onnxruntime's name)
+# onnxruntime's name. It shadows the builtin singleton in this module: comparison methods here
+# must return _builtins.NotImplemented.
+NotImplemented = _idem.NotImplemented  # noqa: A001
 Fail = _idem.Fail
 NoSuchFile = _idem.NoSuchFile
 ValueInfo = _idem.ValueInfo
@@ -125,7 +128,7 @@ class RawTensor:
 
     def __eq__(self, other):
         if not isinstance(other, RawTensor):
-            return NotImplemented
+            return _builtins.NotImplemented
         return (self.element_type, self.shape, self.data) == (
             other.element_type, other.shape, other.data)
 

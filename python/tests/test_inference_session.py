@@ -288,6 +288,15 @@ class ErrorClassesTest(unittest.TestCase):
             self.assertTrue(issubclass(cls, idem.Error), cls)
             self.assertEqual(cls.__module__, "idem")
 
+    def test_not_implemented_does_not_break_comparisons(self):
+        # idem.NotImplemented (onnxruntime's exception name) must not leak into the package's
+        # own comparison methods, which return the builtin NotImplemented.
+        raw = idem.RawTensor("bfloat16", [1], b"\0\0")
+        self.assertFalse(raw == 5)
+        self.assertTrue(raw != 5)
+        self.assertTrue(raw == idem.RawTensor("bfloat16", [1], b"\0\0"))
+        self.assertIsNot(idem.NotImplemented, NotImplemented)
+
     def test_classes_follow_status_codes(self):
         with self.assertRaises(idem.NoSuchFile) as cm:
             idem.InferenceSession("/nonexistent/model.onnx")
