@@ -112,8 +112,8 @@ class NodeArg:
         name (str): the value's name (UTF-8, undecodable bytes kept with surrogateescape).
         type (str): ``"tensor(float)"``, ``"seq(tensor(int64))"``, ``"optional(tensor(float))"``.
         shape (list): per dim an ``int`` (fixed), ``str`` (symbolic) or ``None`` (unknown);
-            ``[]`` for scalars, for tensors of unknown rank and for non-tensor types (as
-            onnxruntime reports them).
+            for ``optional(tensor(...))`` the tensor's; ``[]`` for scalars, for tensors of
+            unknown rank, and for sequences (as onnxruntime reports them).
     """
 
     __slots__ = ("name", "type", "shape")
@@ -135,7 +135,10 @@ class NodeArg:
 
 
 def _node_arg(info):
-    shape = info.shape if info.type.startswith("tensor(") and info.shape is not None else []
+    # onnxruntime's NodeArg::Shape(): the shape of a tensor or of an optional's tensor; nothing
+    # for sequences, optional sequences, or a tensor whose rank is unknown.
+    has_shape = info.type.startswith(("tensor(", "optional(tensor("))
+    shape = info.shape if has_shape and info.shape is not None else []
     return NodeArg(info.name, info.type, list(shape))
 
 

@@ -148,8 +148,8 @@ class InferenceSessionDescribeTest(unittest.TestCase):
         got = [(i.name, i.type, i.shape) for i in sess.get_inputs()]
         self.assertEqual(got, [
             ("t", "tensor(float)", ["batch", 5]),
-            ("s", "seq(tensor(int64))", []),          # onnxruntime: no shape for non-tensors
-            ("o", "optional(tensor(float))", []),
+            ("s", "seq(tensor(int64))", []),          # onnxruntime: no shape for sequences
+            ("o", "optional(tensor(float))", [2]),    # an optional tensor's shape is reported
             ("r", "tensor(float)", []),               # rank unknown
             ("u", "tensor(int64)", [None, 3]),        # unknown dim
             ("c", "tensor(double)", []),              # scalar
