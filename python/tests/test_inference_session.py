@@ -133,17 +133,20 @@ class InferenceSessionDescribeTest(unittest.TestCase):
              helper.make_node("Identity", ["o"], ["o_out"], name="i2"),
              helper.make_node("Identity", ["r"], ["r_out"], name="i3"),
              helper.make_node("Identity", ["u"], ["u_out"], name="i4"),
-             helper.make_node("Identity", ["c"], ["c_out"], name="i5")],
+             helper.make_node("Identity", ["c"], ["c_out"], name="i5"),
+             helper.make_node("Identity", ["os"], ["os_out"], name="i6")],
             [("t", tensor_type(TensorProto.FLOAT, ["batch", 5])),
              ("s", seq_type(TensorProto.INT64, [2])),
              ("o", opt_type(tensor_type(TensorProto.FLOAT, [2]))),
              ("r", dims_unknown), ("u", one_unknown),
-             ("c", tensor_type(TensorProto.DOUBLE, []))],
+             ("c", tensor_type(TensorProto.DOUBLE, [])),
+             ("os", opt_type(seq_type(TensorProto.FLOAT, [3])))],
             [("t_out", tensor_type(TensorProto.FLOAT, ["batch", 5])),
              ("s_out", seq_type(TensorProto.INT64, [2])),
              ("o_out", opt_type(tensor_type(TensorProto.FLOAT, [2]))),
              ("r_out", dims_unknown), ("u_out", one_unknown),
-             ("c_out", tensor_type(TensorProto.DOUBLE, []))])
+             ("c_out", tensor_type(TensorProto.DOUBLE, [])),
+             ("os_out", opt_type(seq_type(TensorProto.FLOAT, [3])))])
         sess = idem.InferenceSession(model)
         got = [(i.name, i.type, i.shape) for i in sess.get_inputs()]
         self.assertEqual(got, [
@@ -153,9 +156,10 @@ class InferenceSessionDescribeTest(unittest.TestCase):
             ("r", "tensor(float)", []),               # rank unknown
             ("u", "tensor(int64)", [None, 3]),        # unknown dim
             ("c", "tensor(double)", []),              # scalar
+            ("os", "optional(seq(tensor(float)))", []),
         ])
         self.assertEqual([o.name for o in sess.get_outputs()],
-                         ["t_out", "s_out", "o_out", "r_out", "u_out", "c_out"])
+                         ["t_out", "s_out", "o_out", "r_out", "u_out", "c_out", "os_out"])
         self.assertEqual(repr(sess.get_inputs()[0]),
                          "NodeArg(name='t', type='tensor(float)', shape=['batch', 5])")
 
