@@ -638,19 +638,38 @@ class PySession {
     std::span<const idem::ValueInfo> inputs = session_->inputs();
     std::optional<idem::Result<std::vector<idem::Value>>> result;
     if (py::isinstance<py::dict>(feeds)) {
+      // A dict naming exactly the required inputs (the usual case) runs positionally; one that
+      // overrides an initializer or names an input twice (as str and bytes) goes through
+      // RunNamed, which also reports the duplicate.
       std::vector<idem::NamedValue> named;
+      std::vector<idem::Value> positional(inputs.size());
+      size_t filled = 0;
+      bool only_inputs = true;
       for (auto [key, obj] : py::reinterpret_borrow<py::dict>(feeds)) {
         std::string name = NameFromPython(key, "an input name");
-        const idem::ValueInfo* info = Find(name);
+        size_t index = 0;
+        while (index < inputs.size() && inputs[index].name != name) ++index;
+        const idem::ValueInfo* info = index < inputs.size() ? &inputs[index] : Find(name);
         if (!info) {
           ThrowError(idem::StatusCode::kNotFound,
                      "'" + name + "' is not an input of the model (inputs: " + InputNames() + ")");
         }
-        named.push_back({name, ValueFromPython(obj, info->type, "input '" + name + "'")});
+        idem::Value value = ValueFromPython(obj, info->type, "input '" + name + "'");
+        if (index < inputs.size() && positional[index].is_null()) {
+          positional[index] = value;
+          ++filled;
+        } else {
+          only_inputs = false;
+        }
+        named.push_back({std::move(name), std::move(value)});
       }
       CheckRunOptions(run_options);
       py::gil_scoped_release release;
-      result.emplace(session_->RunNamed(named));
+      if (only_inputs && filled == inputs.size()) {
+        result.emplace(session_->Run(positional));
+      } else {
+        result.emplace(session_->RunNamed(named));
+      }
     } else if (py::isinstance<py::list>(feeds) || py::isinstance<py::tuple>(feeds)) {
       py::sequence seq = py::reinterpret_borrow<py::sequence>(feeds);
       if (seq.size() != inputs.size()) {
@@ -862,9 +881,14 @@ PYBIND11_MODULE(_idem, m) {
   });
 
   // Runs and converts the outputs named in `output_names` (None: all, in outputs() order).
+  // `run_options` is taken as an object, not `const PyRunOptions*`: pybind11 would load None
+  // into a pointer only on its second (converting) pass, after a failed attribute lookup that
+  // costs more than the rest of a small run's conversions.
   auto run = [](const PySession& s, const py::object& feeds, const py::object& output_names,
-                bool strings_as_str, const PyRunOptions* run_options) {
+                bool strings_as_str, const py::object& run_options_obj) {
     const Strings strings = strings_as_str ? Strings::kStr : Strings::kBytes;
+    const PyRunOptions* run_options =
+        run_options_obj.is_none() ? nullptr : &run_options_obj.cast<const PyRunOptions&>();
     std::vector<size_t> picks;
     auto infos = s.session().outputs();
     if (!output_names.is_none()) {
@@ -923,7 +947,7 @@ PYBIND11_MODULE(_idem, m) {
       .def_property_readonly("limits",
                              [](const PySession& s) { return LimitsToPython(s.limits()); })
       .def("run", run, py::arg("feeds"), py::arg("output_names") = py::none(),
-           py::arg("strings_as_str") = false, py::arg("run_options") = nullptr)
+           py::arg("strings_as_str") = false, py::arg("run_options") = py::none())
       .def("run_dict",
            [](const PySession& s, const py::object& feeds) {
              std::vector<idem::Value> outputs = s.Run(feeds, nullptr);
