@@ -105,6 +105,23 @@ class InferenceSessionRunTest(unittest.TestCase):
         np.testing.assert_array_equal(sess.run(None, {"w": np.array([5, 6], np.float32)})[0],
                                       [5.0, 6.0])
 
+    def test_dict_feeds_mixing_inputs_and_overrides(self):
+        t = tensor_type(TensorProto.FLOAT, [1])
+        init = helper.make_tensor("w", TensorProto.FLOAT, [1], [7.0])
+        model = make_model([helper.make_node("Identity", ["x"], ["p"], name="i0"),
+                            helper.make_node("Identity", ["w"], ["q"], name="i1")],
+                           [("x", t), ("w", t)], [("p", t), ("q", t)], initializers=[init])
+        sess = idem.InferenceSession(model)
+        one = np.ones(1, np.float32)
+        p, q = sess.run(None, {"x": one})
+        self.assertEqual((p[0], q[0]), (1.0, 7.0))
+        p, q = sess.run(None, {"x": one, "w": np.full(1, 3, np.float32)})
+        self.assertEqual((p[0], q[0]), (1.0, 3.0))
+        # The same input named twice (as str and as bytes) is an error, not a silent pick.
+        with self.assertRaises(idem.InvalidArgument) as cm:
+            sess.run(None, {"x": one, b"x": one})
+        self.assertIn("fed twice", str(cm.exception))
+
     def test_threads(self):
         sess = idem.InferenceSession(identity_bytes(tensor_type(TensorProto.INT64, [64])))
         errors = []
