@@ -53,6 +53,10 @@ class InferenceSessionRunTest(unittest.TestCase):
         self.assertIn("'nope' is not an output", str(cm.exception))
         with self.assertRaises(idem.InvalidArgument):
             sess.run("p", feeds)  # a bare string is not a list of names
+        with self.assertRaises(idem.InvalidArgument):
+            sess.run([1], feeds)
+        with self.assertRaises(idem.InvalidArgument):
+            sess.run(None, {1: np.zeros(1, np.float32)})
 
     def test_feed_errors(self):
         sess = idem.InferenceSession(two_output_model())
