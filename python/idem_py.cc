@@ -17,6 +17,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <chrono>
@@ -518,6 +519,53 @@ struct PyRunOptions {
   std::optional<double> timeout_seconds;
 };
 
+// idem::RunOptions for a run starting now: the terminate flag by address (another thread may set
+// it mid-run) and the timeout as a deadline.
+std::optional<idem::RunOptions> ToRunOptions(const PyRunOptions* options) {
+  if (!options) return std::nullopt;
+  idem::RunOptions out;
+  out.cancel = &options->terminate;
+  if (options->timeout_seconds) {
+    const auto budget = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(std::min(*options->timeout_seconds, 1e9)));
+    out.deadline = std::chrono::steady_clock::now() + budget;
+  }
+  return out;
+}
+
+// Session::Run/RunNamed overloads taking idem::RunOptions (cancellation and deadline checked
+// inside the run, e.g. by every Loop iteration) exist once control flow provides them; until
+// then the options are checked when the run starts (CheckRunOptions). The concept keeps this
+// file building either way and uses the overloads as soon as they exist.
+template <typename S, typename Feeds>
+concept RunsWithOptions = requires(const S& s, Feeds feeds, const idem::RunOptions& o) {
+  { s.Run(feeds, o) };
+};
+template <typename S, typename Feeds>
+concept RunsNamedWithOptions = requires(const S& s, Feeds feeds, const idem::RunOptions& o) {
+  { s.RunNamed(feeds, o) };
+};
+
+template <typename S>
+idem::Result<std::vector<idem::Value>> RunWithOptions(
+    const S& session, std::span<const idem::Value> feeds,
+    const std::optional<idem::RunOptions>& options) {
+  if constexpr (RunsWithOptions<S, std::span<const idem::Value>>) {
+    if (options) return session.Run(feeds, *options);
+  }
+  return session.Run(feeds);
+}
+
+template <typename S>
+idem::Result<std::vector<idem::Value>> RunWithOptions(
+    const S& session, std::span<const idem::NamedValue> feeds,
+    const std::optional<idem::RunOptions>& options) {
+  if constexpr (RunsNamedWithOptions<S, std::span<const idem::NamedValue>>) {
+    if (options) return session.RunNamed(feeds, *options);
+  }
+  return session.RunNamed(feeds);
+}
+
 // Reads idem.SessionOptions-style keyword values into idem::SessionOptions.
 idem::SessionOptions MakeSessionOptions(bool eliminate_identity, const py::dict& limits,
                                         const std::string& external_data,
@@ -664,11 +712,12 @@ class PySession {
         named.push_back({std::move(name), std::move(value)});
       }
       CheckRunOptions(run_options);
+      const std::optional<idem::RunOptions> options = ToRunOptions(run_options);
       py::gil_scoped_release release;
       if (only_inputs && filled == inputs.size()) {
-        result.emplace(session_->Run(positional));
+        result.emplace(RunWithOptions(*session_, std::span<const idem::Value>(positional), options));
       } else {
-        result.emplace(session_->RunNamed(named));
+        result.emplace(RunWithOptions(*session_, std::span<const idem::NamedValue>(named), options));
       }
     } else if (py::isinstance<py::list>(feeds) || py::isinstance<py::tuple>(feeds)) {
       py::sequence seq = py::reinterpret_borrow<py::sequence>(feeds);
@@ -683,8 +732,9 @@ class PySession {
             ValueFromPython(seq[i], inputs[i].type, "input '" + inputs[i].name + "'"));
       }
       CheckRunOptions(run_options);
+      const std::optional<idem::RunOptions> options = ToRunOptions(run_options);
       py::gil_scoped_release release;
-      result.emplace(session_->Run(values));
+      result.emplace(RunWithOptions(*session_, std::span<const idem::Value>(values), options));
     } else {
       ThrowError(idem::StatusCode::kInvalidArgument,
                  "feeds must be a dict (name -> value) or a list in input order, got " +

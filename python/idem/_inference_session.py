@@ -81,6 +81,10 @@ class SessionOptions:
 class RunOptions(_idem.RunOptions):
     """Per-call options for :meth:`InferenceSession.run`.
 
+    Both are checked when a run starts, and handed to idem's run as ``idem::RunOptions`` (the
+    flag by address, the timeout as a deadline) when the C++ library has the Run overloads that
+    take them: control flow checks them on every Loop/Scan iteration.
+
     Attributes:
         terminate (bool): set (from any thread) to stop runs that use these options; a run that
             starts with it set fails with :class:`idem.Fail` (code ``CANCELLED``).
