@@ -715,9 +715,11 @@ class PySession {
       const std::optional<idem::RunOptions> options = ToRunOptions(run_options);
       py::gil_scoped_release release;
       if (only_inputs && filled == inputs.size()) {
-        result.emplace(RunWithOptions(*session_, std::span<const idem::Value>(positional), options));
+        result.emplace(
+            RunWithOptions(*session_, std::span<const idem::Value>(positional), options));
       } else {
-        result.emplace(RunWithOptions(*session_, std::span<const idem::NamedValue>(named), options));
+        result.emplace(
+            RunWithOptions(*session_, std::span<const idem::NamedValue>(named), options));
       }
     } else if (py::isinstance<py::list>(feeds) || py::isinstance<py::tuple>(feeds)) {
       py::sequence seq = py::reinterpret_borrow<py::sequence>(feeds);
