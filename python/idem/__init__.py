@@ -71,11 +71,7 @@ import os as _os
 
 from . import _idem
 
-__all__ = ["Session", "Error", "InvalidArgument", "InvalidGraph", "NotImplemented", "Fail",
-           "NoSuchFile", "RawTensor", "ValueInfo", "run_backend_test", "optimize", "supported_operators",
-           "default_limits",
-           "InferenceSession", "SessionOptions", "RunOptions", "GraphOptimizationLevel",
-           "NodeArg", "ModelMetadata", "get_available_providers", "get_device"]
+__all__ = ["Session", "Error", "RawTensor", "ValueInfo", "run_backend_test", "optimize"]
 
 Error = _idem.Error
 InvalidArgument = _idem.InvalidArgument
@@ -98,7 +94,27 @@ def _foreign_error(exc):
     return err
 
 
+def supported_operators():
+    """Every operator version idem implements, as sorted ``(domain, op_type, since_version)``
+    tuples (domain ``""`` is the default ONNX domain). A model may use an operator at opset ``v``
+    when some listed version of it has ``since_version <= v``."""
+    return [tuple(t) for t in _idem.supported_operators()]
 
+
+def default_limits():
+    """idem's default limits as ``{name: int}`` (see the README's limits table)."""
+    return dict(_idem.default_limits())
+
+
+# onnxruntime's API (imports nothing from this module at import time).
+from ._inference_session import (  # noqa: E402
+    GraphOptimizationLevel, InferenceSession, ModelMetadata, NodeArg, RunOptions, SessionOptions,
+    get_available_providers, get_device)
+
+__all__ += ["InvalidArgument", "InvalidGraph", "NotImplemented", "Fail", "NoSuchFile",
+            "supported_operators", "default_limits", "InferenceSession", "SessionOptions",
+            "RunOptions", "GraphOptimizationLevel", "NodeArg", "ModelMetadata",
+            "get_available_providers", "get_device"]
 
 
 class RawTensor:
@@ -264,23 +280,6 @@ def run_backend_test(folder, skip_unsupported=False):
         raise
     except Exception as e:
         raise _foreign_error(e) from e
-
-
-def supported_operators():
-    """Every operator version idem implements, as sorted ``(domain, op_type, since_version)``
-    tuples (domain ``""`` is the default ONNX domain). A model may use an operator at opset ``v``
-    when some listed version of it has ``since_version <= v``."""
-    return [tuple(t) for t in _idem.supported_operators()]
-
-
-def default_limits():
-    """idem's default limits as ``{name: int}`` (see the README's limits table)."""
-    return dict(_idem.default_limits())
-
-
-from ._inference_session import (  # noqa: E402 (needs the names above)
-    GraphOptimizationLevel, InferenceSession, ModelMetadata, NodeArg, RunOptions, SessionOptions,
-    get_available_providers, get_device)
 
 
 # --- idem.optimize (issue 9) ---------------------------------------------------------------------

@@ -65,6 +65,7 @@ struct GraphDef {
   // For subgraphs: the graph's name (for messages); ir_version/opsets are the model's.
   std::string name;
   int64_t ir_version = 0;
+  ModelMetadata metadata;  // the model's descriptive fields; handed to the Session untouched
   std::map<std::string, int64_t> opsets;  // domain -> version; default domain is ""
   std::vector<ValueInfo> inputs;          // all graph inputs, including initializer-backed ones
   std::vector<ValueInfo> outputs;
@@ -75,7 +76,6 @@ struct GraphDef {
   std::vector<ValueInfo> value_infos;
   std::vector<NamedValue> initializers;
   std::vector<NodeDef> nodes;
-  ModelMetadata metadata;  // descriptive only; handed to the Session untouched
 };
 
 }  // namespace idem
