@@ -220,6 +220,14 @@ class InferenceSessionDescribeTest(unittest.TestCase):
                     idem.InferenceSession(model, providers=providers)
                 self.assertIn("provider", str(cm.exception))
         self.assertEqual(idem.get_available_providers(), ["CPUExecutionProvider"])
+        self.assertEqual(idem.get_device(), "CPU")
+        sess = idem.InferenceSession(model)
+        self.assertEqual(sess.get_provider_options(), {"CPUExecutionProvider": {}})
+        sess.set_providers(["CPUExecutionProvider"])
+        with self.assertRaises(idem.InvalidArgument):
+            sess.set_providers(["CUDAExecutionProvider"])
+        with self.assertRaises(idem.NotImplemented):
+            sess.end_profiling()
 
     def test_sources(self):
         path = os.path.join(os.environ.get("IDEM_SOURCE_DIR", "."),
@@ -272,6 +280,21 @@ class OptionsTest(unittest.TestCase):
         idem.InferenceSession(model, sess_options=so)
         self.assertEqual(idem.Session(model, limits={"max_nodes": 7}).limits["max_nodes"], 7)
         self.assertEqual(set(idem.default_limits()), set(idem.Session(model).limits))
+
+    def test_onnxruntime_options_idem_ignores_are_accepted(self):
+        so = idem.SessionOptions()
+        so.intra_op_num_threads = 4
+        so.inter_op_num_threads = 2
+        so.execution_mode = 1
+        so.log_severity_level = 3
+        so.add_session_config_entry("session.load_model_format", "ONNX")
+        self.assertEqual(so.get_session_config_entry("session.load_model_format"), "ONNX")
+        sess = idem.InferenceSession(identity_bytes(tensor_type(TensorProto.FLOAT, [1])), so)
+        ro = idem.RunOptions()
+        ro.log_severity_level = 3
+        ro.add_run_config_entry("k", "v")
+        self.assertEqual(ro.get_run_config_entry("k"), "v")
+        self.assertEqual(sess.run(None, {"x": np.ones(1, np.float32)}, ro)[0][0], 1.0)
 
     def test_unsupported_session_options_are_refused(self):
         model = identity_bytes(tensor_type(TensorProto.FLOAT, [3]))
