@@ -302,6 +302,11 @@ class OptionsTest(unittest.TestCase):
         so.enable_profiling = True
         with self.assertRaises(idem.NotImplemented):
             idem.InferenceSession(model, sess_options=so)
+        so = idem.SessionOptions()
+        so.optimized_model_filepath = "/tmp/out.onnx"
+        with self.assertRaises(idem.NotImplemented) as cm:
+            idem.InferenceSession(model, sess_options=so)
+        self.assertIn("optimized_model_filepath", str(cm.exception))
         with self.assertRaises(idem.InvalidArgument):
             idem.InferenceSession(model, sess_options={"graph_optimization_level": 0})
         with self.assertRaises(idem.InvalidArgument):
