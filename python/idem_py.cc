@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -677,6 +678,18 @@ class PySession {
     }
     session_ = std::make_unique<idem::Session>(Unwrap(std::move(*created), Phase::kLoad));
     limits_ = options.limits;
+    // Name lookups by hash: a model may have tens of thousands of inputs and outputs, and a run
+    // fed by name must stay linear in their number.
+    const auto inputs = session_->inputs();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      input_index_.emplace(inputs[i].name, static_cast<int64_t>(i));
+    }
+    const auto overrides = session_->overridable_inputs();
+    for (size_t i = 0; i < overrides.size(); ++i) {
+      input_index_.emplace(overrides[i].name, -static_cast<int64_t>(i) - 1);
+    }
+    const auto outputs = session_->outputs();
+    for (size_t i = 0; i < outputs.size(); ++i) output_index_.emplace(outputs[i].name, i);
   }
 
   const idem::Session& session() const { return *session_; }
@@ -695,9 +708,11 @@ class PySession {
       bool only_inputs = true;
       for (auto [key, obj] : py::reinterpret_borrow<py::dict>(feeds)) {
         std::string name = NameFromPython(key, "an input name");
-        size_t index = 0;
-        while (index < inputs.size() && inputs[index].name != name) ++index;
-        const idem::ValueInfo* info = index < inputs.size() ? &inputs[index] : Find(name);
+        const auto it = input_index_.find(name);
+        const size_t index = it != input_index_.end() && it->second >= 0
+                                 ? static_cast<size_t>(it->second)
+                                 : inputs.size();
+        const idem::ValueInfo* info = Find(name);
         if (!info) {
           ThrowError(idem::StatusCode::kNotFound,
                      "'" + name + "' is not an input of the model (inputs: " + InputNames() + ")");
@@ -760,25 +775,39 @@ class PySession {
   }
 
   const idem::ValueInfo* Find(const std::string& name) const {
-    for (const auto& info : session_->inputs()) {
-      if (info.name == name) return &info;
-    }
-    for (const auto& info : session_->overridable_inputs()) {
-      if (info.name == name) return &info;
-    }
-    return nullptr;
+    const auto it = input_index_.find(name);
+    if (it == input_index_.end()) return nullptr;
+    if (it->second >= 0) return &session_->inputs()[static_cast<size_t>(it->second)];
+    return &session_->overridable_inputs()[static_cast<size_t>(-it->second - 1)];
   }
-  std::string InputNames() const {
+  std::string InputNames() const { return NameList(session_->inputs()); }
+
+ public:
+  // Index of the output named `name` in outputs(), or nullopt.
+  std::optional<size_t> OutputIndex(const std::string& name) const {
+    const auto it = output_index_.find(name);
+    if (it == output_index_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  // "'a', 'b', ... and 123 more": names for messages, bounded however many the model has.
+  static std::string NameList(std::span<const idem::ValueInfo> infos) {
+    constexpr size_t kShown = 8;
     std::string names;
-    for (const auto& info : session_->inputs()) {
+    for (size_t i = 0; i < infos.size() && i < kShown; ++i) {
       if (!names.empty()) names += ", ";
-      names += "'" + info.name + "'";
+      names += "'" + infos[i].name + "'";
     }
+    if (infos.size() > kShown) names += " and " + std::to_string(infos.size() - kShown) + " more";
     return names;
   }
 
+ private:
   std::unique_ptr<idem::Session> session_;
   idem::Limits limits_;
+  // inputs() name -> index (>= 0), overridable_inputs() name -> -(index) - 1.
+  std::unordered_map<std::string, int64_t> input_index_;
+  std::unordered_map<std::string, size_t> output_index_;
 };
 
 py::dict MetadataToPython(const idem::ModelMetadata& m) {
@@ -952,15 +981,13 @@ PYBIND11_MODULE(_idem, m) {
       }
       for (const py::handle name_obj : py::reinterpret_borrow<py::iterable>(output_names)) {
         const std::string name = NameFromPython(name_obj, "an output name");
-        size_t i = 0;
-        while (i < infos.size() && infos[i].name != name) ++i;
-        if (i == infos.size()) {
-          std::string known;
-          for (const auto& info : infos) known += (known.empty() ? "'" : ", '") + info.name + "'";
+        const std::optional<size_t> index = s.OutputIndex(name);
+        if (!index) {
           ThrowError(idem::StatusCode::kInvalidArgument,
-                     "'" + name + "' is not an output of the model (outputs: " + known + ")");
+                     "'" + name + "' is not an output of the model (outputs: " +
+                         PySession::NameList(infos) + ")");
         }
-        picks.push_back(i);
+        picks.push_back(*index);
       }
     }
     std::vector<idem::Value> outputs = s.Run(feeds, run_options);

@@ -126,6 +126,29 @@ class InferenceSessionRunTest(unittest.TestCase):
             sess.run(None, {"x": one, b"x": one})
         self.assertIn("fed twice", str(cm.exception))
 
+    def test_many_inputs_by_name(self):
+        # 20,000 inputs passed straight to outputs, fed and selected by name (name lookups are
+        # hashed; messages list a bounded number of names).
+        n = 20000
+        t = tensor_type(TensorProto.INT64, [1])
+        names = ["in%d" % i for i in range(n)]
+        sess = idem.InferenceSession(make_model([], [(k, t) for k in names],
+                                                [(k, t) for k in names]))
+        feeds = {k: np.array([i], np.int64) for i, k in enumerate(names)}
+        outputs = sess.run(None, feeds)
+        self.assertEqual([int(o[0]) for o in outputs], list(range(n)))
+        (last,) = sess.run([names[-1]], feeds)
+        self.assertEqual(int(last[0]), n - 1)
+        with self.assertRaises(idem.InvalidArgument) as cm:
+            sess.run(["nope"], feeds)
+        self.assertIn("and %d more" % (n - 8), str(cm.exception))
+        self.assertLess(len(str(cm.exception)), 500)
+        del feeds[names[0]]
+        feeds["bogus"] = np.array([0], np.int64)
+        with self.assertRaises(idem.InvalidArgument) as cm:
+            sess.run(None, feeds)
+        self.assertLess(len(str(cm.exception)), 500)
+
     def test_threads(self):
         sess = idem.InferenceSession(identity_bytes(tensor_type(TensorProto.INT64, [64])))
         errors = []
