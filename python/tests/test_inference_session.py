@@ -319,6 +319,44 @@ class OptionsTest(unittest.TestCase):
         self.assertEqual(ro.get_run_config_entry("k"), "v")
         self.assertEqual(sess.run(None, {"x": np.ones(1, np.float32)}, ro)[0][0], 1.0)
 
+    def test_external_data_copy_mode_and_hard_links(self):
+        # A model whose initializer lives in weights.bin next to it, passed through Identity.
+        with tempfile.TemporaryDirectory() as d:
+            values = np.arange(4, dtype=np.float32)
+            with open(os.path.join(d, "weights.bin"), "wb") as f:
+                f.write(values.tobytes())
+            init = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
+            init.ClearField("float_data")
+            init.data_location = TensorProto.EXTERNAL
+            for k, v in (("location", "weights.bin"), ("offset", "0"), ("length", "16")):
+                entry = init.external_data.add()
+                entry.key, entry.value = k, v
+            t = tensor_type(TensorProto.FLOAT, [4])
+            model = make_model([helper.make_node("Identity", ["w"], ["y"], name="id0")],
+                               [], [("y", t)], initializers=[init])
+            path = os.path.join(d, "model.onnx")
+            with open(path, "wb") as f:
+                f.write(model)
+            so = idem.SessionOptions()
+            so.external_data = "copy"
+            copied = idem.InferenceSession(path, so)
+            mapped = idem.InferenceSession(path)
+            np.testing.assert_array_equal(copied.run(None, {})[0], values)
+            np.testing.assert_array_equal(mapped.run(None, {})[0], values)
+            # Rewritten in place: the copy keeps the values it loaded.
+            with open(os.path.join(d, "weights.bin"), "r+b") as f:
+                f.write(np.full(4, 9, np.float32).tobytes())
+            np.testing.assert_array_equal(copied.run(None, {})[0], values)
+            # A second hard link to the data file: refused unless allowed.
+            os.link(os.path.join(d, "weights.bin"), os.path.join(d, "alias.bin"))
+            with self.assertRaises(idem.Error) as cm:
+                idem.InferenceSession(path)
+            self.assertIn("hard link", str(cm.exception))
+            so = idem.SessionOptions()
+            so.allow_external_hard_links = True
+            np.testing.assert_array_equal(idem.InferenceSession(path, so).run(None, {})[0],
+                                          np.full(4, 9, np.float32))
+
     def test_unsupported_session_options_are_refused(self):
         model = identity_bytes(tensor_type(TensorProto.FLOAT, [3]))
         so = idem.SessionOptions()
