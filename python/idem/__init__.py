@@ -138,9 +138,12 @@ class RawTensor:
     __slots__ = ("element_type", "shape", "data")
 
     def __init__(self, element_type, shape, data):
-        self.element_type = str(element_type)
-        self.shape = tuple(int(d) for d in shape)
-        self.data = bytes(data) if not isinstance(data, bytes) else data
+        try:
+            self.element_type = str(element_type)
+            self.shape = tuple(int(d) for d in shape)
+            self.data = bytes(data) if not isinstance(data, bytes) else data
+        except Exception as e:
+            raise _foreign_error(e) from e
 
     def __eq__(self, other):
         if not isinstance(other, RawTensor):

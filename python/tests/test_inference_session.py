@@ -520,6 +520,12 @@ class Issue12PythonTest(unittest.TestCase):
             session.run({info.name: np.ones(1, np.float64)})
         self.assertIn("\\xff", str(cm.exception))
 
+    def test_raw_tensor_arguments_are_idem_errors(self):
+        for args in (("bfloat16", ["a"], b""), ("bfloat16", 3, b""), ("bfloat16", [1], 1.5)):
+            with self.subTest(args=args):
+                with self.assertRaises(idem.InvalidArgument):
+                    idem.RawTensor(*args)
+
     def test_rank_beyond_numpy_is_an_idem_error(self):
         rank = 40
         t = tensor_type(TensorProto.FLOAT, [1] * rank)
