@@ -678,6 +678,7 @@ class PySession {
     }
     session_ = std::make_unique<idem::Session>(Unwrap(std::move(*created), Phase::kLoad));
     limits_ = options.limits;
+    eliminate_identity_ = options.eliminate_identity;
     // Name lookups by hash: a model may have tens of thousands of inputs and outputs, and a run
     // fed by name must stay linear in their number.
     const auto inputs = session_->inputs();
@@ -694,6 +695,7 @@ class PySession {
 
   const idem::Session& session() const { return *session_; }
   const idem::Limits& limits() const { return limits_; }
+  bool eliminate_identity() const { return eliminate_identity_; }
 
   std::vector<idem::Value> Run(const py::object& feeds, const PyRunOptions* run_options) const {
     std::span<const idem::ValueInfo> inputs = session_->inputs();
@@ -805,6 +807,7 @@ class PySession {
  private:
   std::unique_ptr<idem::Session> session_;
   idem::Limits limits_;
+  bool eliminate_identity_ = true;
   // inputs() name -> index (>= 0), overridable_inputs() name -> -(index) - 1.
   std::unordered_map<std::string, int64_t> input_index_;
   std::unordered_map<std::string, size_t> output_index_;
@@ -1025,6 +1028,7 @@ PYBIND11_MODULE(_idem, m) {
           "metadata", [](const PySession& s) { return MetadataToPython(s.session().metadata()); })
       .def_property_readonly("limits",
                              [](const PySession& s) { return LimitsToPython(s.limits()); })
+      .def_property_readonly("eliminate_identity", &PySession::eliminate_identity)
       .def("run", run, py::arg("feeds"), py::arg("output_names") = py::none(),
            py::arg("strings_as_str") = false, py::arg("run_options") = py::none())
       .def("run_dict",

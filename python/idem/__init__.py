@@ -251,6 +251,11 @@ class Session:
         return self._session.metadata
 
     @property
+    def eliminate_identity(self):
+        """Whether Identity nodes were removed from the plan (the ``eliminate_identity`` given)."""
+        return self._session.eliminate_identity
+
+    @property
     def limits(self):
         """The limits this session was created with, as ``{name: int}``."""
         return self._session.limits

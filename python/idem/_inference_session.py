@@ -39,7 +39,8 @@ class SessionOptions:
 
     onnxruntime attributes:
         graph_optimization_level: a :class:`GraphOptimizationLevel`; ``ORT_DISABLE_ALL`` keeps
-            Identity nodes in the plan (outputs are then not views of the inputs' memory).
+            Identity nodes in the plan (they then run as steps; their outputs are still the
+            same values, so zero copy holds either way).
         intra_op_num_threads, inter_op_num_threads, execution_mode, log_severity_level,
         log_verbosity_level, logid: accepted and ignored (idem runs each call on the caller's
             thread and does not log).

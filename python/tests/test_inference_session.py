@@ -275,9 +275,15 @@ class OptionsTest(unittest.TestCase):
         self.assertIs(sess.get_session_options(), so)
         (y,) = sess.run(None, {"x": x})
         np.testing.assert_array_equal(x, y)
-        # Identity kept: it still returns the same Value (idem never copies Identity's data),
-        # so the observable difference is only in the plan.
-        self.assertIn("Identity", idem.Session(model, eliminate_identity=False).describe())
+        # Identity kept as a step: it still returns the same Value (idem never copies Identity's
+        # data), so the difference is the plan's.
+        self.assertTrue(np.shares_memory(x, y))
+        self.assertFalse(sess._session.eliminate_identity)
+        for level in (idem.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                      idem.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+                      idem.GraphOptimizationLevel.ORT_ENABLE_ALL):
+            so.graph_optimization_level = level
+            self.assertTrue(idem.InferenceSession(model, so)._session.eliminate_identity)
 
     def test_limits_and_external_data_options(self):
         model = identity_bytes(tensor_type(TensorProto.FLOAT, [3]))
