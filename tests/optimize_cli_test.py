@@ -110,6 +110,55 @@ class OptimizeCliTest(unittest.TestCase):
             self.assertNotEqual(f.read(), before)
         self.assertEqual(sorted(os.listdir(self.dir)), ["hard.onnx", "m.onnx"])  # no temp left
 
+    def test_only_a_regular_file_or_a_new_path_is_replaced(self):
+        # The write renames a temp over OUT: a symlink would be swapped for a file (with
+        # --in-place the real model stayed unchanged), a FIFO or device (/dev/null as root) would be
+        # destroyed. Each is refused, in one error line, and left as it was; nothing else appears.
+        src = chain_model(self.p("m.onnx"))
+        with open(src, "rb") as f:
+            before = f.read()
+        with open(self.p("victim"), "w") as f:
+            f.write("victim")
+        os.symlink("victim", self.p("link.onnx"))
+        os.symlink("m.onnx", self.p("inlink.onnx"))
+        os.symlink("nowhere/x.onnx", self.p("dangling.onnx"))
+        os.mkfifo(self.p("fifo"))
+        cases = [(src, "-o", self.p("link.onnx")), (src, "-o", self.p("dangling.onnx")),
+                 (src, "-o", self.p("fifo")), (self.p("inlink.onnx"), "--in-place")]
+        for args in cases:
+            r = idem("optimize", *args)
+            self.assertEqual(r.returncode, 1, args)
+            self.assertTrue(r.stderr.startswith("error:"), r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+            self.assertIn("is not a regular file", r.stderr)
+        self.assertTrue(os.path.islink(self.p("link.onnx")))
+        self.assertTrue(os.path.islink(self.p("inlink.onnx")))
+        self.assertTrue(os.path.islink(self.p("dangling.onnx")))
+        self.assertTrue(stat.S_ISFIFO(os.lstat(self.p("fifo")).st_mode))
+        with open(self.p("victim")) as f:
+            self.assertEqual(f.read(), "victim")
+        with open(src, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(sorted(os.listdir(self.dir)),
+                         ["dangling.onnx", "fifo", "inlink.onnx", "link.onnx", "m.onnx", "victim"])
+        # Through the symlink's target it works.
+        r = idem("optimize", src, "--in-place")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("removed 1", r.stdout)
+
+    def test_explain_escapes_names(self):
+        # Node names from the file are printed quoted and escaped: a newline cannot forge a
+        # "kept ..." line and an escape code cannot reach the terminal.
+        nodes = [helper.make_node("Identity", ["x"], ["y"], name="a\nkept graph: node 'z'\x1b[31m")]
+        g = helper.make_graph(nodes, "g", [f3("x")], [f3("y")])
+        src = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), self.p("m.onnx"))
+        r = idem("optimize", src, "-o", self.p("o.onnx"), "--explain")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 2, r.stdout)
+        self.assertIn("node 'a\\nkept graph: node \\'z\\'\\x1b[31m' (#0): graph-input", lines[1])
+        self.assertNotIn("\x1b", r.stdout)
+
     def test_errors_are_one_line(self):
         r = idem("optimize", self.p("missing.onnx"), "-o", self.p("o.onnx"))
         self.assertEqual(r.returncode, 1)

@@ -817,6 +817,19 @@ Status WriteAtomically(const std::string& path, const std::string& bytes) {
   const std::string dir = DirectoryOf(path);
   const size_t slash = path.rfind('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  // The rename replaces whatever entry OUT names: only a regular file (or nothing) may be
+  // replaced. A symlink would be swapped for a file while its target (maybe the input itself,
+  // with --in-place) stays unchanged; a device such as /dev/null would be destroyed (as root).
+  struct stat target {};
+  if (lstat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: is not a regular file ({}); write to a regular file or a new "
+                              "path (for a symlink, give its target)",
+                              path,
+                              S_ISLNK(target.st_mode)   ? "a symbolic link"
+                              : S_ISDIR(target.st_mode) ? "a directory"
+                                                        : "a device, FIFO or socket"));
+  }
   std::string temp = fmt::format("{}/.{}.tmp-{}-XXXXXX", dir, base, getpid());
   int fd = mkstemp(temp.data());
   if (fd < 0) {
@@ -851,6 +864,11 @@ Status WriteAtomically(const std::string& path, const std::string& bytes) {
     const int err = ok ? errno : saved_errno;
     unlink(temp.c_str());
     return Status(StatusCode::kIoError, fmt::format("{}: write failed: {}", path, strerror(err)));
+  }
+  // Make the rename itself durable (best effort: some filesystems refuse fsync on a folder).
+  if (const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
+    fsync(dir_fd);
+    close(dir_fd);
   }
   return {};
 }
