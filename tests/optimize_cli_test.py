@@ -146,6 +146,15 @@ class OptimizeCliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("removed 1", r.stdout)
 
+    def test_longest_file_name_can_be_written(self):
+        # OUT may use all NAME_MAX (255) bytes; the temporary file beside it must still fit.
+        src = chain_model(self.p("m.onnx"))
+        out = self.p("o" * 250 + ".onnx")
+        r = idem("optimize", src, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(onnx.load(out).graph.output[0].name, "y")
+        self.assertEqual(len(os.listdir(self.dir)), 2)
+
     def test_explain_escapes_names(self):
         # Node names from the file are printed quoted and escaped: a newline cannot forge a
         # "kept ..." line and an escape code cannot reach the terminal.

@@ -830,7 +830,10 @@ Status WriteAtomically(const std::string& path, const std::string& bytes) {
                               : S_ISDIR(target.st_mode) ? "a directory"
                                                         : "a device, FIFO or socket"));
   }
-  std::string temp = fmt::format("{}/.{}.tmp-{}-XXXXXX", dir, base, getpid());
+  // The temp's name carries at most 64 bytes of OUT's: a valid OUT of up to NAME_MAX bytes must
+  // not make the temp's name too long.
+  std::string temp =
+      fmt::format("{}/.{}.tmp-{}-XXXXXX", dir, std::string_view(base).substr(0, 64), getpid());
   int fd = mkstemp(temp.data());
   if (fd < 0) {
     return Status(StatusCode::kIoError,
