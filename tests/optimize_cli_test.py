@@ -200,6 +200,30 @@ class OptimizeCliTest(unittest.TestCase):
         self.assertIn("external data", r.stderr)
         self.assertEqual(os.listdir(self.p("sub")), [])
 
+    def test_out_is_never_one_of_the_models_external_data_files(self):
+        # Same folder, so the folder rule allows it; but OUT = w.bin (or a hard link to it) would
+        # replace the weights with the model, which then ran on its own bytes as tensor data.
+        w = numpy_helper.from_array(np.array([1, 2, 3], dtype=np.float32), "w")
+        nodes = [helper.make_node("Identity", ["w"], ["t"], name="a"),
+                 helper.make_node("Identity", ["t"], ["y"], name="b")]
+        g = helper.make_graph(nodes, "g", [], [f3("y")], initializer=[w])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        onnx.save_model(m, self.p("m.onnx"), save_as_external_data=True, location="w.bin",
+                        size_threshold=0)
+        with open(self.p("w.bin"), "rb") as f:
+            weights = f.read()
+        os.link(self.p("w.bin"), self.p("alias.bin"))
+        for out in ("w.bin", "./w.bin", "alias.bin"):
+            r = idem("optimize", self.p("m.onnx"), "-o", self.p(out))
+            self.assertEqual(r.returncode, 1, out)
+            self.assertIn("external data file 'w.bin'", r.stderr)
+            with open(self.p("w.bin"), "rb") as f:
+                self.assertEqual(f.read(), weights)
+        r = idem("run", self.p("m.onnx"), "--allow-hard-links")  # alias.bin is a second link
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("y float[3] = [1, 2, 3]", r.stdout)
+
 
 if __name__ == "__main__":
     IDEM = sys.argv.pop(1)

@@ -33,8 +33,10 @@
 #include <memory>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "src/core/text.h"
 #include "src/onnx/model_loader.h"
 
 namespace idem {
@@ -353,8 +355,11 @@ class Optimizer {
   }
 
   void NoteTensor(const onnx::TensorProto& t) {
-    if (!result_.external_data && IsExternal(t)) {
-      result_.external_data.emplace(t.name(), ExternalLocation(t));
+    if (!IsExternal(t)) return;
+    if (!result_.external_data) result_.external_data.emplace(t.name(), ExternalLocation(t));
+    std::string location = ExternalLocation(t);
+    if (external_seen_.insert(location).second) {
+      result_.external_locations.push_back(std::move(location));
     }
   }
 
@@ -763,6 +768,7 @@ class Optimizer {
   std::unordered_map<std::string_view, NameDefs> nested_defs_;
   std::vector<std::pair<std::pair<int32_t, int32_t>, KeptIdentity>> kept_;
   std::deque<std::string> owned_names_;
+  std::unordered_set<std::string> external_seen_;
   std::vector<std::unique_ptr<onnx::ValueInfoProto>> parsed_infos_;
   ProtoOptimizeResult result_;
 };
@@ -911,6 +917,23 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
                   fmt::format("{}: tensor '{}' is external data ('{}', relative to the model's "
                               "folder); write the result into {} so the locations stay valid",
                               in_path, tensor, location, DirectoryOf(in_path)));
+  }
+  // OUT replacing one of the model's own external-data files would destroy its weights (the
+  // model would then read its own bytes as tensor data).
+  if (struct stat out_now{}; stat(out_path.c_str(), &out_now) == 0) {
+    const std::string base_dir = DirectoryOf(in_path);
+    for (const std::string& location : result->external_locations) {
+      struct stat data_st {};
+      const std::string data_path =
+          !location.empty() && location[0] == '/' ? location : base_dir + "/" + location;
+      if (stat(data_path.c_str(), &data_st) == 0 && data_st.st_dev == out_now.st_dev &&
+          data_st.st_ino == out_now.st_ino) {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("{}: is the model's external data file {}; refusing to "
+                                  "overwrite it",
+                                  out_path, QuoteName(location)));
+      }
+    }
   }
   if (options.verify) {
     IDEM_RETURN_IF_ERROR(
