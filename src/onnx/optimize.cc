@@ -244,9 +244,16 @@ struct Pending {
 };
 
 // Names in report paths are clipped so a path costs O(depth), not O(depth x name length).
+// The cut backs off to a UTF-8 character boundary: a path cut inside a character is invalid UTF-8
+// (Python's idem.optimize then failed with UnicodeDecodeError on a valid model).
 std::string Clip(std::string_view text, size_t max = 64) {
   if (text.size() <= max) return std::string(text);
-  return std::string(text.substr(0, max)) + "...";
+  size_t n = max;
+  for (int back = 0; back < 3 && n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80;
+       ++back) {
+    --n;
+  }
+  return std::string(text.substr(0, n)) + "...";
 }
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
