@@ -475,6 +475,30 @@ TEST(OptimizeTest, NamesInShardingSpecsAreNotRenamed) {
   }
 }
 
+TEST(OptimizeTest, IdentityWithFieldsNewerThanTheSchemaIsKept) {
+  // overload (8) picks a local function, metadata_props (9), device_configurations (10) with only
+  // a pipeline stage (field 3): none names a value, and deleting the node would drop them.
+  for (int variant = 0; variant < 4; ++variant) {
+    auto m = Base({"y"});
+    auto* g = m.mutable_graph();
+    Custom(g, "P", {"x"}, {"t"});
+    auto* id = AddNode(g, "Identity", {"t"}, {"u"}, "staged");
+    Custom(g, "Q", {"u"}, {"y"});
+    auto* unknown = id->mutable_unknown_fields();
+    if (variant == 1) unknown->AddLengthDelimited(8, "v2");
+    if (variant == 2) unknown->AddLengthDelimited(9, std::string("\x0a\x01k\x12\x01v", 6));
+    if (variant == 3) unknown->AddLengthDelimited(10, std::string("\x0a\x03cfg\x18\x01", 7));
+    auto o = Optimize(m);
+    if (variant == 0) {
+      EXPECT_EQ(o.report.removed, 1u);
+      continue;
+    }
+    EXPECT_EQ(o.report.removed, 0u) << variant;
+    EXPECT_KEPT(o.report, "staged", KeepRule::kUnknownFields);
+    EXPECT_EQ(o.model.SerializeAsString(), m.SerializeAsString());
+  }
+}
+
 TEST(OptimizeTest, UseBeforeDefinitionIsKept) {
   auto m = Base({"z"});
   auto* g = m.mutable_graph();

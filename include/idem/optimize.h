@@ -47,7 +47,9 @@ enum class KeepRule {
   kMultiplyDefined,            // x or y is defined more than once in its graph
   kUndefinedInput,             // x is defined nowhere in scope
   kUnsorted,                   // x or y is used before its definition (not topologically sorted)
-  kShardingSpec,  // a sharding spec (NodeProto.device_configurations) names the renamed value
+  kShardingSpec,   // a sharding spec (NodeProto.device_configurations) names the renamed value
+  kUnknownFields,  // the Identity node has fields newer than idem's schema (overload, metadata,
+                   // device_configurations such as a pipeline stage): its meaning is not known
 };
 
 // Short stable identifier, e.g. "graph-input", "outer-scope".

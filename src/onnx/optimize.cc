@@ -73,6 +73,8 @@ std::string_view KeepRuleName(KeepRule rule) {
       return "unsorted";
     case KeepRule::kShardingSpec:
       return "sharding-spec";
+    case KeepRule::kUnknownFields:
+      return "unknown-fields";
   }
   return "?";
 }
@@ -109,6 +111,9 @@ std::string_view KeepRuleDescription(KeepRule rule) {
       return "x or y is used before its definition (graph not topologically sorted)";
     case KeepRule::kShardingSpec:
       return "a node's sharding spec (device_configurations) names the value that would be renamed";
+    case KeepRule::kUnknownFields:
+      return "the node has fields newer than idem's ONNX schema (e.g. overload, "
+             "device_configurations)";
   }
   return "?";
 }
@@ -636,6 +641,10 @@ class Optimizer {
         node.output(0).empty() || node.attribute_size() != 0 || node.input(0) == node.output(0)) {
       return Keep(c, KeepRule::kMalformed);
     }
+    // A field idem's schema does not know may change what this node means (an overload picks a
+    // local function; a device configuration may move the value to another pipeline stage):
+    // deleting the node would drop it, so a node idem cannot fully read stays.
+    if (!node.unknown_fields().empty()) return Keep(c, KeepRule::kUnknownFields);
     const int32_t yv = c.y;
     const int32_t xv = c.x;
     if (xv < 0) return Keep(c, KeepRule::kUndefinedInput);
