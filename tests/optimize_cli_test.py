@@ -123,8 +123,10 @@ class OptimizeCliTest(unittest.TestCase):
         os.symlink("m.onnx", self.p("inlink.onnx"))
         os.symlink("nowhere/x.onnx", self.p("dangling.onnx"))
         os.mkfifo(self.p("fifo"))
+        os.mkdir(self.p("dir.onnx"))
         cases = [(src, "-o", self.p("link.onnx")), (src, "-o", self.p("dangling.onnx")),
-                 (src, "-o", self.p("fifo")), (self.p("inlink.onnx"), "--in-place")]
+                 (src, "-o", self.p("fifo")), (src, "-o", self.p("dir.onnx")),
+                 (self.p("inlink.onnx"), "--in-place")]
         for args in cases:
             r = idem("optimize", *args)
             self.assertEqual(r.returncode, 1, args)
@@ -140,7 +142,9 @@ class OptimizeCliTest(unittest.TestCase):
         with open(src, "rb") as f:
             self.assertEqual(f.read(), before)
         self.assertEqual(sorted(os.listdir(self.dir)),
-                         ["dangling.onnx", "fifo", "inlink.onnx", "link.onnx", "m.onnx", "victim"])
+                         ["dangling.onnx", "dir.onnx", "fifo", "inlink.onnx", "link.onnx", "m.onnx",
+                          "victim"])
+        self.assertEqual(os.listdir(self.p("dir.onnx")), [])
         # Through the symlink's target it works.
         r = idem("optimize", src, "--in-place")
         self.assertEqual(r.returncode, 0, r.stderr)
