@@ -96,7 +96,9 @@ IDEM_API Result<OptimizeReport> OptimizeModelBytes(std::span<const std::byte> in
 // fsync, rename; an existing file's permission bits are kept). Refuses to replace the input file
 // unless options.in_place, comparing files by device and inode (not by spelling). A model with
 // external data can only be written into the input's folder (its relative locations must stay
-// valid); elsewhere it is refused.
+// valid); elsewhere it is refused. `out_path` must be a new path or a regular file (a symlink,
+// directory, FIFO or device is refused, never replaced) and not one of the model's external-data
+// files.
 IDEM_API Result<OptimizeReport> OptimizeModelFile(const std::string& in_path,
                                                   const std::string& out_path,
                                                   const OptimizeOptions& options = {});
