@@ -59,6 +59,51 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.stdout, r2.stdout)
         self.assertEqual([f for f in os.listdir(out_dir) if f.startswith(".")], [])
 
+    def test_packed_and_unpacked_repeated_fields_both_read(self):
+        # protobuf parsers must accept both encodings of a repeated scalar (dims, float_data,
+        # int32_data); a strict reader must not take either for an unknown field.
+        def varint(n):
+            out = b""
+            while True:
+                b, n = n & 0x7F, n >> 7
+                if not n:
+                    return out + bytes([b])
+                out += bytes([b | 0x80])
+
+        def key(field, wire):
+            return varint(field << 3 | wire)
+
+        def ld(field, payload):
+            return key(field, 2) + varint(len(payload)) + payload
+
+        dims_u = key(1, 0) + varint(2) + key(1, 0) + varint(3)
+        dims_p = ld(1, varint(2) + varint(3))
+        vals = np.arange(6, dtype=np.float32) - 2.5
+        floats_u = b"".join(key(4, 5) + v.tobytes() for v in vals)
+        floats_p = ld(4, vals.tobytes())
+        mixed = key(4, 5) + vals[0].tobytes() + ld(4, vals[1:].tobytes())
+        model = write_identity_model(self.dir)
+        expected = None
+        for name, body in [("pp", dims_p + floats_p), ("uu", dims_u + floats_u),
+                           ("pu", dims_p + floats_u), ("mixed", dims_u + mixed)]:
+            path = os.path.join(self.dir, name + ".pb")
+            with open(path, "wb") as f:
+                f.write(key(2, 0) + varint(TensorProto.FLOAT) + body)
+            r = idem("run", model, "--input", f"x={path}")
+            self.assertEqual(r.returncode, 0, name + r.stderr)
+            expected = expected or r.stdout
+            self.assertEqual(r.stdout, expected, name)
+        self.assertIn("[[-2.5, -1.5, -0.5], [0.5, 1.5, 2.5]]", expected)
+        bool_model = write_identity_model(self.dir, elem=TensorProto.BOOL, shape=(2,))
+        for name, ints in [("bu", key(5, 0) + varint(1) + key(5, 0) + varint(0)),
+                           ("bp", ld(5, varint(1) + varint(0)))]:
+            path = os.path.join(self.dir, name + ".pb")
+            with open(path, "wb") as f:
+                f.write(key(1, 0) + varint(2) + key(2, 0) + varint(TensorProto.BOOL) + ints)
+            r = idem("run", bool_model, "--input", f"x={path}")
+            self.assertEqual(r.returncode, 0, name + r.stderr)
+            self.assertIn("bool[2] = [true, false]", r.stdout)
+
     def test_npy_feeds_an_optional_tensor_input(self):
         opt = helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.INT64, [3]))
         graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="id0")], "g",

@@ -110,6 +110,68 @@ class OptimizeCliTest(unittest.TestCase):
             self.assertNotEqual(f.read(), before)
         self.assertEqual(sorted(os.listdir(self.dir)), ["hard.onnx", "m.onnx"])  # no temp left
 
+    def test_only_a_regular_file_or_a_new_path_is_replaced(self):
+        # The write renames a temp over OUT: a symlink would be swapped for a file (with
+        # --in-place the real model stayed unchanged), a FIFO or device (/dev/null as root) would be
+        # destroyed. Each is refused, in one error line, and left as it was; nothing else appears.
+        src = chain_model(self.p("m.onnx"))
+        with open(src, "rb") as f:
+            before = f.read()
+        with open(self.p("victim"), "w") as f:
+            f.write("victim")
+        os.symlink("victim", self.p("link.onnx"))
+        os.symlink("m.onnx", self.p("inlink.onnx"))
+        os.symlink("nowhere/x.onnx", self.p("dangling.onnx"))
+        os.mkfifo(self.p("fifo"))
+        os.mkdir(self.p("dir.onnx"))
+        cases = [(src, "-o", self.p("link.onnx")), (src, "-o", self.p("dangling.onnx")),
+                 (src, "-o", self.p("fifo")), (src, "-o", self.p("dir.onnx")),
+                 (self.p("inlink.onnx"), "--in-place")]
+        for args in cases:
+            r = idem("optimize", *args)
+            self.assertEqual(r.returncode, 1, args)
+            self.assertTrue(r.stderr.startswith("error:"), r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+            self.assertIn("is not a regular file", r.stderr)
+        self.assertTrue(os.path.islink(self.p("link.onnx")))
+        self.assertTrue(os.path.islink(self.p("inlink.onnx")))
+        self.assertTrue(os.path.islink(self.p("dangling.onnx")))
+        self.assertTrue(stat.S_ISFIFO(os.lstat(self.p("fifo")).st_mode))
+        with open(self.p("victim")) as f:
+            self.assertEqual(f.read(), "victim")
+        with open(src, "rb") as f:
+            self.assertEqual(f.read(), before)
+        self.assertEqual(sorted(os.listdir(self.dir)),
+                         ["dangling.onnx", "dir.onnx", "fifo", "inlink.onnx", "link.onnx", "m.onnx",
+                          "victim"])
+        self.assertEqual(os.listdir(self.p("dir.onnx")), [])
+        # Through the symlink's target it works.
+        r = idem("optimize", src, "--in-place")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("removed 1", r.stdout)
+
+    def test_longest_file_name_can_be_written(self):
+        # OUT may use all NAME_MAX (255) bytes; the temporary file beside it must still fit.
+        src = chain_model(self.p("m.onnx"))
+        out = self.p("o" * 250 + ".onnx")
+        r = idem("optimize", src, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(onnx.load(out).graph.output[0].name, "y")
+        self.assertEqual(len(os.listdir(self.dir)), 2)
+
+    def test_explain_escapes_names(self):
+        # Node names from the file are printed quoted and escaped: a newline cannot forge a
+        # "kept ..." line and an escape code cannot reach the terminal.
+        nodes = [helper.make_node("Identity", ["x"], ["y"], name="a\nkept graph: node 'z'\x1b[31m")]
+        g = helper.make_graph(nodes, "g", [f3("x")], [f3("y")])
+        src = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), self.p("m.onnx"))
+        r = idem("optimize", src, "-o", self.p("o.onnx"), "--explain")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(len(lines), 2, r.stdout)
+        self.assertIn("node 'a\\nkept graph: node \\'z\\'\\x1b[31m' (#0): graph-input", lines[1])
+        self.assertNotIn("\x1b", r.stdout)
+
     def test_errors_are_one_line(self):
         r = idem("optimize", self.p("missing.onnx"), "-o", self.p("o.onnx"))
         self.assertEqual(r.returncode, 1)
@@ -141,6 +203,30 @@ class OptimizeCliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("external data", r.stderr)
         self.assertEqual(os.listdir(self.p("sub")), [])
+
+    def test_out_is_never_one_of_the_models_external_data_files(self):
+        # Same folder, so the folder rule allows it; but OUT = w.bin (or a hard link to it) would
+        # replace the weights with the model, which then ran on its own bytes as tensor data.
+        w = numpy_helper.from_array(np.array([1, 2, 3], dtype=np.float32), "w")
+        nodes = [helper.make_node("Identity", ["w"], ["t"], name="a"),
+                 helper.make_node("Identity", ["t"], ["y"], name="b")]
+        g = helper.make_graph(nodes, "g", [], [f3("y")], initializer=[w])
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        onnx.save_model(m, self.p("m.onnx"), save_as_external_data=True, location="w.bin",
+                        size_threshold=0)
+        with open(self.p("w.bin"), "rb") as f:
+            weights = f.read()
+        os.link(self.p("w.bin"), self.p("alias.bin"))
+        for out in ("w.bin", "./w.bin", "alias.bin"):
+            r = idem("optimize", self.p("m.onnx"), "-o", self.p(out))
+            self.assertEqual(r.returncode, 1, out)
+            self.assertIn("external data file 'w.bin'", r.stderr)
+            with open(self.p("w.bin"), "rb") as f:
+                self.assertEqual(f.read(), weights)
+        r = idem("run", self.p("m.onnx"), "--allow-hard-links")  # alias.bin is a second link
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("y float[3] = [1, 2, 3]", r.stdout)
 
 
 if __name__ == "__main__":

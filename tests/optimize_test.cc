@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "src/core/text.h"
 #include "src/onnx/optimize.h"
 #include "tests/test_models.h"
 #include "tools/generate.h"
@@ -474,6 +475,30 @@ TEST(OptimizeTest, NamesInShardingSpecsAreNotRenamed) {
   }
 }
 
+TEST(OptimizeTest, IdentityWithFieldsNewerThanTheSchemaIsKept) {
+  // overload (8) picks a local function, metadata_props (9), device_configurations (10) with only
+  // a pipeline stage (field 3): none names a value, and deleting the node would drop them.
+  for (int variant = 0; variant < 4; ++variant) {
+    auto m = Base({"y"});
+    auto* g = m.mutable_graph();
+    Custom(g, "P", {"x"}, {"t"});
+    auto* id = AddNode(g, "Identity", {"t"}, {"u"}, "staged");
+    Custom(g, "Q", {"u"}, {"y"});
+    auto* unknown = id->mutable_unknown_fields();
+    if (variant == 1) unknown->AddLengthDelimited(8, "v2");
+    if (variant == 2) unknown->AddLengthDelimited(9, std::string("\x0a\x01k\x12\x01v", 6));
+    if (variant == 3) unknown->AddLengthDelimited(10, std::string("\x0a\x03cfg\x18\x01", 7));
+    auto o = Optimize(m);
+    if (variant == 0) {
+      EXPECT_EQ(o.report.removed, 1u);
+      continue;
+    }
+    EXPECT_EQ(o.report.removed, 0u) << variant;
+    EXPECT_KEPT(o.report, "staged", KeepRule::kUnknownFields);
+    EXPECT_EQ(o.model.SerializeAsString(), m.SerializeAsString());
+  }
+}
+
 TEST(OptimizeTest, UseBeforeDefinitionIsKept) {
   auto m = Base({"z"});
   auto* g = m.mutable_graph();
@@ -794,6 +819,27 @@ TEST(OptimizeTest, LongNamesAreClippedInReportPaths) {
   ASSERT_EQ(o.report.kept, 1u);
   EXPECT_LT(o.report.kept_nodes[0].graph.size(), 500u);
   EXPECT_EQ(o.report.kept_nodes[0].graph.substr(0, 6), "graph/");
+}
+
+TEST(OptimizeTest, ClippedReportPathsStayValidUtf8) {
+  // 'a' then 2-byte characters: a cut at byte 64 lands inside one unless it backs off; the
+  // 4-byte emoji case cuts inside one at every offset but one.
+  for (const std::string& unit : {std::string("\xC3\xA9"), std::string("\xF0\x9F\x98\x80")}) {
+    for (int lead = 0; lead < 4; ++lead) {
+      std::string name(static_cast<size_t>(lead), 'a');
+      for (int i = 0; i < 40; ++i) name += unit;
+      auto m = Base({"out"});
+      auto* n = Custom(m.mutable_graph(), "Host", {}, {"out"}, name);
+      onnx::GraphProto* g = AddGraphAttribute(n, name);
+      AddValueInfo(g->mutable_output(), "so", F());
+      AddNode(g, "Identity", {"x"}, {"so"}, "deep");
+      auto o = Optimize(m);
+      ASSERT_EQ(o.report.kept, 1u);
+      const std::string& path = o.report.kept_nodes[0].graph;
+      EXPECT_EQ(idem::EscapeText(path), path) << "lead " << lead;  // valid UTF-8, no controls
+      EXPECT_NE(path.find("..."), std::string::npos);
+    }
+  }
 }
 
 TEST(OptimizeTest, ModelOverMaxModelBytesIsRefused) {

@@ -191,7 +191,7 @@ idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptio
   const std::string base_dir = idem::DirectoryOf(in_path);
   auto a = idem::Session::CreateFromBytes(original, base_dir, options);
   if (!a.ok()) {
-    fmt::print("check: outputs not compared: idem cannot run {}: {}\n", in_path,
+    fmt::print("check: outputs not compared: idem cannot run {}: {}\n", Safe(in_path),
                a.status().message());
     return {};
   }
@@ -205,8 +205,8 @@ idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptio
   for (size_t i = 0; i < a->inputs().size(); ++i) {
     auto v = idem::tools::GenerateValue(a->inputs()[i].type, i + 1);
     if (!v.ok()) {
-      fmt::print("check: validated; outputs not compared: input '{}': {}\n", a->inputs()[i].name,
-                 v.status().message());
+      fmt::print("check: validated; outputs not compared: input {}: {}\n",
+                 idem::QuoteName(a->inputs()[i].name), v.status().message());
       return {};
     }
     feeds.push_back(std::move(v).value());
@@ -231,8 +231,9 @@ idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptio
   }
   for (size_t k = 0; k < ra->size(); ++k) {
     if (auto diff = idem::DescribeDifference((*ra)[k], (*rb)[k])) {
-      return idem::Status(idem::StatusCode::kInternal, fmt::format("check: output '{}' differs: {}",
-                                                                   a->outputs()[k].name, *diff));
+      return idem::Status(idem::StatusCode::kInternal,
+                          fmt::format("check: output {} differs: {}",
+                                      idem::QuoteName(a->outputs()[k].name), *diff));
     }
   }
   fmt::print("check: OK: {} outputs bit-identical on generated inputs\n", ra->size());
@@ -257,8 +258,9 @@ int Optimize(const std::string& in, std::string out, bool check, bool explain, b
   fmt::print("removed {} Identity nodes, kept {}\n", report->removed, report->kept);
   if (explain) {
     for (const auto& k : report->kept_nodes) {
-      fmt::print("kept {}: node '{}' (#{}): {}: {}\n", k.graph, k.node, k.node_index,
-                 idem::KeepRuleName(k.rule), idem::KeepRuleDescription(k.rule));
+      // Graph paths and node names come from the file: escaped, so a name cannot forge lines.
+      fmt::print("kept {}: node {} (#{}): {}: {}\n", Safe(k.graph), idem::QuoteName(k.node),
+                 k.node_index, idem::KeepRuleName(k.rule), idem::KeepRuleDescription(k.rule));
     }
   }
   return 0;

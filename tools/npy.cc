@@ -296,6 +296,16 @@ Result<Value> ReadNpy(const std::string& path) {
       return bad(
           fmt::format("payload holds {} bytes, shape needs {}", available, needed ? *needed : 0));
     }
+    if (d.type == ElementType::kBool) {
+      // numpy stores bools as bytes 0/1; any other byte would be a bool no kernel expects (it
+      // prints as true but is written back as that byte): refused, not misread.
+      const std::string_view cells = std::string_view(bytes).substr(data_start);
+      if (const size_t at = cells.find_first_not_of(std::string_view("\0\1", 2));
+          at != std::string_view::npos) {
+        return bad(fmt::format("bool element {} is byte {}, not 0 or 1", at,
+                               static_cast<unsigned char>(cells[at])));
+      }
+    }
     if (header.fortran_order && header.shape.size() > 1 && count > 1) {
       // Transposed into C order: idem's tensors are row-major.
       std::byte* out = nullptr;

@@ -47,7 +47,9 @@ enum class KeepRule {
   kMultiplyDefined,            // x or y is defined more than once in its graph
   kUndefinedInput,             // x is defined nowhere in scope
   kUnsorted,                   // x or y is used before its definition (not topologically sorted)
-  kShardingSpec,  // a sharding spec (NodeProto.device_configurations) names the renamed value
+  kShardingSpec,   // a sharding spec (NodeProto.device_configurations) names the renamed value
+  kUnknownFields,  // the Identity node has fields newer than idem's schema (overload, metadata,
+                   // device_configurations such as a pipeline stage): its meaning is not known
 };
 
 // Short stable identifier, e.g. "graph-input", "outer-scope".
@@ -94,7 +96,9 @@ IDEM_API Result<OptimizeReport> OptimizeModelBytes(std::span<const std::byte> in
 // fsync, rename; an existing file's permission bits are kept). Refuses to replace the input file
 // unless options.in_place, comparing files by device and inode (not by spelling). A model with
 // external data can only be written into the input's folder (its relative locations must stay
-// valid); elsewhere it is refused.
+// valid); elsewhere it is refused. `out_path` must be a new path or a regular file (a symlink,
+// directory, FIFO or device is refused, never replaced) and not one of the model's external-data
+// files.
 IDEM_API Result<OptimizeReport> OptimizeModelFile(const std::string& in_path,
                                                   const std::string& out_path,
                                                   const OptimizeOptions& options = {});

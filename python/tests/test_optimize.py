@@ -141,6 +141,20 @@ class OptimizeTest(unittest.TestCase):
         self.assertEqual(report["removed"], 1)
         self.assertEqual(len(onnx.load_from_string(out).graph.node), 1)
 
+    def test_report_paths_with_long_non_ascii_names_decode(self):
+        # Report paths clip long names; a cut inside a UTF-8 character made the report undecodable
+        # (UnicodeDecodeError on a valid model).
+        name = "a" + "\u00e9" * 40
+        inner = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="i")], "b", [],
+                                  [f("y")])
+        m = model([helper.make_node("If", ["c"], ["y"], name=name, then_branch=inner,
+                                    else_branch=inner)],
+                  [f("x"), helper.make_tensor_value_info("c", TensorProto.BOOL, [])], [f("y")])
+        _, report = idem.optimize(m)
+        self.assertEqual(report["kept"], 2)
+        self.assertTrue(report["kept_nodes"][0]["graph"].startswith("graph/a\u00e9"))
+        self.assertIn("...", report["kept_nodes"][0]["graph"])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -33,8 +33,10 @@
 #include <memory>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
+#include "src/core/text.h"
 #include "src/onnx/model_loader.h"
 
 namespace idem {
@@ -71,6 +73,8 @@ std::string_view KeepRuleName(KeepRule rule) {
       return "unsorted";
     case KeepRule::kShardingSpec:
       return "sharding-spec";
+    case KeepRule::kUnknownFields:
+      return "unknown-fields";
   }
   return "?";
 }
@@ -107,6 +111,9 @@ std::string_view KeepRuleDescription(KeepRule rule) {
       return "x or y is used before its definition (graph not topologically sorted)";
     case KeepRule::kShardingSpec:
       return "a node's sharding spec (device_configurations) names the value that would be renamed";
+    case KeepRule::kUnknownFields:
+      return "the node has fields newer than idem's ONNX schema (e.g. overload, "
+             "device_configurations)";
   }
   return "?";
 }
@@ -242,9 +249,16 @@ struct Pending {
 };
 
 // Names in report paths are clipped so a path costs O(depth), not O(depth x name length).
+// The cut backs off to a UTF-8 character boundary: a path cut inside a character is invalid UTF-8
+// (Python's idem.optimize then failed with UnicodeDecodeError on a valid model).
 std::string Clip(std::string_view text, size_t max = 64) {
   if (text.size() <= max) return std::string(text);
-  return std::string(text.substr(0, max)) + "...";
+  size_t n = max;
+  for (int back = 0; back < 3 && n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80;
+       ++back) {
+    --n;
+  }
+  return std::string(text.substr(0, n)) + "...";
 }
 
 bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
@@ -353,8 +367,11 @@ class Optimizer {
   }
 
   void NoteTensor(const onnx::TensorProto& t) {
-    if (!result_.external_data && IsExternal(t)) {
-      result_.external_data.emplace(t.name(), ExternalLocation(t));
+    if (!IsExternal(t)) return;
+    if (!result_.external_data) result_.external_data.emplace(t.name(), ExternalLocation(t));
+    std::string location = ExternalLocation(t);
+    if (external_seen_.insert(location).second) {
+      result_.external_locations.push_back(std::move(location));
     }
   }
 
@@ -624,6 +641,10 @@ class Optimizer {
         node.output(0).empty() || node.attribute_size() != 0 || node.input(0) == node.output(0)) {
       return Keep(c, KeepRule::kMalformed);
     }
+    // A field idem's schema does not know may change what this node means (an overload picks a
+    // local function; a device configuration may move the value to another pipeline stage):
+    // deleting the node would drop it, so a node idem cannot fully read stays.
+    if (!node.unknown_fields().empty()) return Keep(c, KeepRule::kUnknownFields);
     const int32_t yv = c.y;
     const int32_t xv = c.x;
     if (xv < 0) return Keep(c, KeepRule::kUndefinedInput);
@@ -763,6 +784,7 @@ class Optimizer {
   std::unordered_map<std::string_view, NameDefs> nested_defs_;
   std::vector<std::pair<std::pair<int32_t, int32_t>, KeptIdentity>> kept_;
   std::deque<std::string> owned_names_;
+  std::unordered_set<std::string> external_seen_;
   std::vector<std::unique_ptr<onnx::ValueInfoProto>> parsed_infos_;
   ProtoOptimizeResult result_;
 };
@@ -817,7 +839,23 @@ Status WriteAtomically(const std::string& path, const std::string& bytes) {
   const std::string dir = DirectoryOf(path);
   const size_t slash = path.rfind('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::string temp = fmt::format("{}/.{}.tmp-{}-XXXXXX", dir, base, getpid());
+  // The rename replaces whatever entry OUT names: only a regular file (or nothing) may be
+  // replaced. A symlink would be swapped for a file while its target (maybe the input itself,
+  // with --in-place) stays unchanged; a device such as /dev/null would be destroyed (as root).
+  struct stat target {};
+  if (lstat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{}: is not a regular file ({}); write to a regular file or a new "
+                              "path (for a symlink, give its target)",
+                              path,
+                              S_ISLNK(target.st_mode)   ? "a symbolic link"
+                              : S_ISDIR(target.st_mode) ? "a directory"
+                                                        : "a device, FIFO or socket"));
+  }
+  // The temp's name carries at most 64 bytes of OUT's: a valid OUT of up to NAME_MAX bytes must
+  // not make the temp's name too long.
+  std::string temp =
+      fmt::format("{}/.{}.tmp-{}-XXXXXX", dir, std::string_view(base).substr(0, 64), getpid());
   int fd = mkstemp(temp.data());
   if (fd < 0) {
     return Status(StatusCode::kIoError,
@@ -851,6 +889,11 @@ Status WriteAtomically(const std::string& path, const std::string& bytes) {
     const int err = ok ? errno : saved_errno;
     unlink(temp.c_str());
     return Status(StatusCode::kIoError, fmt::format("{}: write failed: {}", path, strerror(err)));
+  }
+  // Make the rename itself durable (best effort: some filesystems refuse fsync on a folder).
+  if (const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
+    fsync(dir_fd);
+    close(dir_fd);
   }
   return {};
 }
@@ -890,6 +933,23 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
                   fmt::format("{}: tensor '{}' is external data ('{}', relative to the model's "
                               "folder); write the result into {} so the locations stay valid",
                               in_path, tensor, location, DirectoryOf(in_path)));
+  }
+  // OUT replacing one of the model's own external-data files would destroy its weights (the
+  // model would then read its own bytes as tensor data).
+  if (struct stat out_now{}; stat(out_path.c_str(), &out_now) == 0) {
+    const std::string base_dir = DirectoryOf(in_path);
+    for (const std::string& location : result->external_locations) {
+      struct stat data_st {};
+      const std::string data_path =
+          !location.empty() && location[0] == '/' ? location : base_dir + "/" + location;
+      if (stat(data_path.c_str(), &data_st) == 0 && data_st.st_dev == out_now.st_dev &&
+          data_st.st_ino == out_now.st_ino) {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("{}: is the model's external data file {}; refusing to "
+                                  "overwrite it",
+                                  out_path, QuoteName(location)));
+      }
+    }
   }
   if (options.verify) {
     IDEM_RETURN_IF_ERROR(

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "idem/optimize.h"
 #include "idem/status.h"
@@ -18,6 +19,9 @@ struct ProtoOptimizeResult {
   OptimizeReport report;
   // A tensor kept in external data (name and location), if the model has any.
   std::optional<std::pair<std::string, std::string>> external_data;
+  // Every distinct external-data location in the model (relative to its folder): OUT must not
+  // be one of them, or the write would replace the weights with the model.
+  std::vector<std::string> external_locations;
 };
 
 // Edits `model` in place: deletes removable Identity nodes and renames references. When

@@ -343,6 +343,16 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
                              p.raw_data().size(), fmt::join(dims, ","), ElementTypeName(type),
                              bytes));
     }
+    if (type == ElementType::kBool) {
+      // A bool is one byte, 0 or 1 (the range int32_data is held to); another byte would be a
+      // bool that prints as true but is written back as that byte: refused, not misread.
+      const std::string& raw = p.raw_data();
+      if (const size_t at = raw.find_first_not_of(std::string_view("\0\1", 2));
+          at != std::string::npos) {
+        return Bad(fmt::format("{}: raw_data[{}] = {} is out of range for bool (0 to 1)", label, at,
+                               static_cast<unsigned char>(raw[at])));
+      }
+    }
     // Steal the bytes: the string's heap block becomes the buffer's owner, no copy.
     auto owner = std::make_shared<std::string>(std::move(*p.mutable_raw_data()));
     p.clear_raw_data();

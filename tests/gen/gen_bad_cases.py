@@ -315,6 +315,15 @@ def gen_value_files(out):
     typed_case("bad_range_float16_bits", "float16", "int32_data", [0x10000])
     typed_case("bad_range_uint32_2p40", "uint32", "uint64_data", [1 << 40])
     typed_case("bad_range_uint4_byte", "uint4", "int32_data", [0x1FF], opset=21, shape=[2])
+    # A bool is byte 0 or 1 in raw_data too: byte 2 printed as true but was written back as 2.
+    braw = TensorProto()
+    braw.name = "feed_t"
+    braw.data_type = CODE["bool"]
+    braw.dims.extend([2])
+    braw.raw_data = b"\x01\x02"
+    bt = tensor_type(CODE["bool"])
+    run_case(out, "bad_range_bool_raw_2", make_model([node("Identity", ["feed_t"], ["y"], "id0")], [vi("feed_t", bt)],
+                                                     [vi("y", bt)], 13), {"feed_t": braw}, ["feed_t", "raw_data[1]"])
 
     # The dims-overflow rule must not depend on the order of the dims.
     for name, dims in [("bad_dims_zero_first", [0, 1 << 62, 1 << 62]), ("bad_dims_zero_last", [1 << 62, 1 << 62, 0])]:
@@ -341,6 +350,10 @@ def gen_value_files(out):
         "bad_npy_header_past_end": (model, npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", declared_len=60000)),
         "bad_npy_no_shape": (model, npy_bytes("{\"descr\": \"<f4\", \"fortran_order\": False}")),
     }
+    b_model = make_model([node("Identity", ["feed_x"], ["y"], "id0")], [vi("feed_x", tensor_type(CODE["bool"]))],
+                         [vi("y", tensor_type(CODE["bool"]))], 13)
+    npys["bad_npy_bool_byte_2"] = (b_model, npy_bytes("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }",
+                                                      b"\x01\x02"))
     for name, (m, data) in npys.items():
         d = write_case(out, name, m, files={"x.npy": data})
         write_expect(d, "run", ["{dir}/model.onnx", "--input", "feed_x={dir}/x.npy"], ["error:", "x.npy"])
