@@ -1,7 +1,7 @@
 /* The C API from C (C99): every function of idem/c_api.h, its ownership rules and its errors.
  *
  * usage: capi_test DATA_DIR [--threads]
- *   DATA_DIR holds capi/kinds.onnx and seed/test_cc_identity_opt/.
+ *   DATA_DIR holds capi/kinds.onnx, capi/loop.onnx and seed/test_cc_identity_opt/.
  *   --threads: only the concurrency check (one session and one set of values shared by 4 threads;
  *   ctest `CApiConcurrency`, also run under TSan by scripts/sanitize.sh thread).
  * Prints each failed check and exits 1 if any failed. Runs in the normal suite and under
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "idem/c_api.h"
 
@@ -584,6 +585,323 @@ static void test_wrong_handles(idem_session_t* session) {
   idem_session_options_release(options);
 }
 
+/* ---- Run options (cancel, timeout) and shape queries, on capi/loop.onnx: a Loop that stops only
+ * when its `cond` input is false, or when the run is cancelled or passes its deadline. */
+
+typedef struct {
+  idem_value_t* inputs[3]; /* cond bool[], v float[2,1,3], w float[] */
+  unsigned char cond;
+  float v[6];
+  float w;
+} loop_feeds_t;
+
+static void make_loop_feeds(loop_feeds_t* f, int cond) {
+  const int64_t v_dims[3] = {2, 1, 3};
+  int i;
+  f->cond = (unsigned char)(cond != 0);
+  for (i = 0; i < 6; ++i) f->v[i] = (float)i + 0.5f;
+  f->w = 7.0f;
+  MUST(
+      idem_value_create_tensor(IDEM_ELEMENT_BOOL, NULL, 0, &f->cond, 1, NULL, NULL, &f->inputs[0]));
+  MUST(idem_value_create_tensor(IDEM_ELEMENT_FLOAT, v_dims, 3, f->v, sizeof(f->v), NULL, NULL,
+                                &f->inputs[1]));
+  MUST(idem_value_create_tensor(IDEM_ELEMENT_FLOAT, NULL, 0, &f->w, sizeof(f->w), NULL, NULL,
+                                &f->inputs[2]));
+}
+
+static void release_loop_feeds(loop_feeds_t* f) {
+  int i;
+  for (i = 0; i < 3; ++i) idem_value_release(f->inputs[i]);
+}
+
+typedef struct {
+  idem_run_options_t* run_options;
+  long delay_ms;
+} canceller_arg_t;
+
+static void sleep_ms(long ms) {
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+
+static void* cancel_later(void* p) {
+  canceller_arg_t* arg = (canceller_arg_t*)p;
+  idem_status_t* status;
+  sleep_ms(arg->delay_ms);
+  status = idem_run_options_cancel(arg->run_options);
+  if (status != NULL) {
+    fprintf(stderr, "idem_run_options_cancel failed: %s\n", idem_status_message(status));
+    idem_status_release(status);
+    return (void*)1;
+  }
+  return NULL;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_run_options(const char* dir) {
+  idem_session_t* session = NULL;
+  idem_run_options_t* run_options = NULL;
+  loop_feeds_t forever, once;
+  idem_value_t* outputs[2] = {NULL, NULL};
+  idem_value_t* sentinel = (idem_value_t*)&forever; /* any non-NULL pointer: must become NULL */
+  canceller_arg_t arg;
+  pthread_t thread;
+  void* thread_result = NULL;
+  const void* data = NULL;
+  double start, elapsed;
+  size_t count = 0;
+
+  MUST(idem_session_create(data_path(dir, "capi/loop.onnx"), NULL, &session));
+  make_loop_feeds(&forever, 1);
+  make_loop_feeds(&once, 0);
+  MUST(idem_run_options_create(&run_options));
+
+  /* NULL run options are the defaults; a false condition runs zero iterations. */
+  MUST(idem_session_run_with_options(session, NULL, (const idem_value_t* const*)once.inputs, 3,
+                                     outputs, 2));
+  MUST(idem_tensor_data(outputs[0], &data));
+  CHECK(data != NULL && memcmp(data, once.v, sizeof(once.v)) == 0);
+  idem_value_release(outputs[0]);
+  idem_value_release(outputs[1]);
+  MUST(idem_session_run_with_options(session, run_options, (const idem_value_t* const*)once.inputs,
+                                     3, outputs, 2));
+  idem_value_release(outputs[0]);
+  idem_value_release(outputs[1]);
+
+  /* Cancel from another thread stops a Loop whose condition never turns false. A 20 s timeout
+   * guards this check against hanging: if cancel did not work, the code would be
+   * IDEM_DEADLINE_EXCEEDED and the check fails. (Later checks without a timeout rely on cancel;
+   * ctest's TIMEOUT bounds them.) */
+  MUST(idem_run_options_set_timeout_ns(run_options, 20ull * 1000000000ull));
+  arg.run_options = run_options;
+  arg.delay_ms = 100;
+  CHECK(pthread_create(&thread, NULL, cancel_later, &arg) == 0);
+  outputs[0] = outputs[1] = sentinel;
+  start = now_seconds();
+  EXPECT_ERROR(idem_session_run_with_options(
+                   session, run_options, (const idem_value_t* const*)forever.inputs, 3, outputs, 2),
+               IDEM_CANCELLED, "cancelled");
+  elapsed = now_seconds() - start;
+  CHECK(pthread_join(thread, &thread_result) == 0 && thread_result == NULL);
+  CHECK(outputs[0] == NULL && outputs[1] == NULL);
+  CHECK(elapsed >= 0.09 && elapsed < 15.0); /* ran until the cancel, stopped before the 20 s */
+
+  /* The flag stays set: the next run is cancelled at once; reset_cancel clears it. */
+  EXPECT_ERROR(idem_session_run_with_options(
+                   session, run_options, (const idem_value_t* const*)forever.inputs, 3, outputs, 2),
+               IDEM_CANCELLED, "cancelled");
+  MUST(idem_run_options_reset_cancel(run_options));
+  MUST(idem_session_run_with_options(session, run_options, (const idem_value_t* const*)once.inputs,
+                                     3, outputs, 2));
+  idem_value_release(outputs[0]);
+  idem_value_release(outputs[1]);
+
+  /* Deadline: the timeout is relative to each run's start, so one options object serves runs one
+   * after another. */
+  MUST(idem_run_options_set_timeout_ns(run_options, 50ull * 1000000ull)); /* 50 ms */
+  start = now_seconds();
+  outputs[0] = outputs[1] = sentinel;
+  EXPECT_ERROR(idem_session_run_with_options(
+                   session, run_options, (const idem_value_t* const*)forever.inputs, 3, outputs, 2),
+               IDEM_DEADLINE_EXCEEDED, "deadline");
+  elapsed = now_seconds() - start;
+  CHECK(outputs[0] == NULL && outputs[1] == NULL);
+  CHECK(elapsed >= 0.045 && elapsed < 30.0);
+  sleep_ms(60); /* past the first run's deadline: a second run gets its own 50 ms */
+  start = now_seconds();
+  EXPECT_ERROR(idem_session_run_with_options(
+                   session, run_options, (const idem_value_t* const*)forever.inputs, 3, outputs, 2),
+               IDEM_DEADLINE_EXCEEDED, "deadline");
+  CHECK(now_seconds() - start >= 0.045);
+  /* 0 expires at the first check. */
+  MUST(idem_run_options_set_timeout_ns(run_options, 0));
+  EXPECT_ERROR(idem_session_run_with_options(
+                   session, run_options, (const idem_value_t* const*)forever.inputs, 3, outputs, 2),
+               IDEM_DEADLINE_EXCEEDED, "node 'forever' (Loop-16): the run passed its deadline");
+  /* UINT64_MAX saturates instead of wrapping into the past: a cancel, not the deadline, stops the
+   * forever loop. */
+  MUST(idem_run_options_set_timeout_ns(run_options, UINT64_MAX));
+  arg.delay_ms = 20;
+  CHECK(pthread_create(&thread, NULL, cancel_later, &arg) == 0);
+  EXPECT_ERROR(idem_session_run_with_options(
+                   session, run_options, (const idem_value_t* const*)forever.inputs, 3, outputs, 2),
+               IDEM_CANCELLED, "cancelled");
+  CHECK(pthread_join(thread, &thread_result) == 0 && thread_result == NULL);
+  MUST(idem_run_options_reset_cancel(run_options));
+  /* clear_timeout: no deadline again (a cleared 0 timeout must not fire: cancel stops the run). */
+  MUST(idem_run_options_set_timeout_ns(run_options, 0));
+  MUST(idem_run_options_clear_timeout(run_options));
+  CHECK(pthread_create(&thread, NULL, cancel_later, &arg) == 0);
+  EXPECT_ERROR(idem_session_run_with_options(
+                   session, run_options, (const idem_value_t* const*)forever.inputs, 3, outputs, 2),
+               IDEM_CANCELLED, "node 'forever' (Loop-16): the run was cancelled");
+  CHECK(pthread_join(thread, &thread_result) == 0 && thread_result == NULL);
+  MUST(idem_run_options_reset_cancel(run_options));
+  MUST(idem_session_run_with_options(session, run_options, (const idem_value_t* const*)once.inputs,
+                                     3, outputs, 2));
+  idem_value_release(outputs[0]);
+  idem_value_release(outputs[1]);
+
+  /* The usual run checks apply. */
+  EXPECT_ERROR(idem_session_run_with_options(
+                   session, run_options, (const idem_value_t* const*)once.inputs, 3, outputs, 1),
+               IDEM_INVALID_ARGUMENT, "room for 1 outputs, the model has 2");
+  EXPECT_ERROR(idem_session_run_with_options(session, run_options, NULL, 3, outputs, 2),
+               IDEM_INVALID_ARGUMENT, "inputs is NULL");
+
+  /* NULL and wrong handles for every run-options function. */
+  EXPECT_ERROR(idem_run_options_create(NULL), IDEM_INVALID_ARGUMENT, "out_run_options is NULL");
+  EXPECT_ERROR(idem_run_options_cancel(NULL), IDEM_INVALID_ARGUMENT, "run_options is NULL");
+  EXPECT_ERROR(idem_run_options_reset_cancel(NULL), IDEM_INVALID_ARGUMENT, "run_options is NULL");
+  EXPECT_ERROR(idem_run_options_set_timeout_ns(NULL, 1), IDEM_INVALID_ARGUMENT,
+               "run_options is NULL");
+  EXPECT_ERROR(idem_run_options_clear_timeout(NULL), IDEM_INVALID_ARGUMENT, "run_options is NULL");
+  EXPECT_ERROR(idem_run_options_cancel((idem_run_options_t*)session), IDEM_INVALID_ARGUMENT,
+               "run_options is not a valid handle");
+  EXPECT_ERROR(idem_run_options_reset_cancel((idem_run_options_t*)session), IDEM_INVALID_ARGUMENT,
+               "run_options is not a valid handle");
+  EXPECT_ERROR(idem_run_options_set_timeout_ns((idem_run_options_t*)once.inputs[0], 1),
+               IDEM_INVALID_ARGUMENT, "run_options is not a valid handle");
+  EXPECT_ERROR(idem_run_options_clear_timeout((idem_run_options_t*)once.inputs[0]),
+               IDEM_INVALID_ARGUMENT, "run_options is not a valid handle");
+  EXPECT_ERROR(idem_session_run_with_options(
+                   NULL, run_options, (const idem_value_t* const*)once.inputs, 3, outputs, 2),
+               IDEM_INVALID_ARGUMENT, "session is NULL");
+  EXPECT_ERROR(
+      idem_session_run_with_options((const idem_session_t*)run_options, run_options,
+                                    (const idem_value_t* const*)once.inputs, 3, outputs, 2),
+      IDEM_INVALID_ARGUMENT, "session is not a valid handle");
+  EXPECT_ERROR(
+      idem_session_run_with_options(session, (const idem_run_options_t*)session,
+                                    (const idem_value_t* const*)once.inputs, 3, outputs, 2),
+      IDEM_INVALID_ARGUMENT, "run_options is not a valid handle");
+  /* Releasing through the wrong function leaves the handle alone; release accepts NULL. */
+  idem_run_options_release(NULL);
+  idem_run_options_release((idem_run_options_t*)session);
+  idem_session_release((idem_session_t*)run_options);
+  MUST(idem_run_options_cancel(run_options));
+  MUST(idem_session_input_count(session, &count));
+  CHECK(count == 3);
+
+  idem_run_options_release(run_options);
+  release_loop_feeds(&forever);
+  release_loop_feeds(&once);
+  idem_session_release(session);
+}
+
+static void test_shapes(const char* dir) {
+  idem_session_t* session = NULL;
+  idem_session_t* kinds = NULL;
+  idem_session_options_t* not_session = NULL;
+  int64_t dims[4] = {99, 99, 99, 99};
+  int64_t rank = 99;
+  const char* name = "unset";
+
+  MUST(idem_session_create(data_path(dir, "capi/loop.onnx"), NULL, &session));
+  /* cond: bool[] — declared rank 0. */
+  MUST(idem_session_input_shape(session, 0, dims, 4, &rank));
+  CHECK(rank == 0 && dims[0] == 99);
+  /* v: float[N,?,3] — symbolic, unknown, fixed. */
+  MUST(idem_session_input_shape(session, 1, dims, 4, &rank));
+  CHECK(rank == 3 && dims[0] == -1 && dims[1] == -1 && dims[2] == 3 && dims[3] == 99);
+  MUST(idem_session_input_dim_name(session, 1, 0, &name));
+  CHECK(name != NULL && strcmp(name, "N") == 0);
+  name = "unset";
+  MUST(idem_session_input_dim_name(session, 1, 1, &name));
+  CHECK(name == NULL); /* unknown */
+  name = "unset";
+  MUST(idem_session_input_dim_name(session, 1, 2, &name));
+  CHECK(name == NULL); /* fixed */
+  EXPECT_ERROR(idem_session_input_dim_name(session, 1, 3, &name), IDEM_OUT_OF_RANGE,
+               "dim 3 of rank 3");
+  /* w: float without shape — rank -1, no dims written. */
+  dims[0] = 99;
+  MUST(idem_session_input_shape(session, 2, dims, 4, &rank));
+  CHECK(rank == -1 && dims[0] == 99);
+  EXPECT_ERROR(idem_session_input_dim_name(session, 2, 0, &name), IDEM_OUT_OF_RANGE,
+               "undeclared shape");
+  /* Outputs. */
+  MUST(idem_session_output_shape(session, 0, dims, 3, &rank));
+  CHECK(rank == 3 && dims[0] == -1 && dims[1] == -1 && dims[2] == 3);
+  MUST(idem_session_output_dim_name(session, 0, 0, &name));
+  CHECK(name != NULL && strcmp(name, "N") == 0);
+  MUST(idem_session_output_shape(session, 1, dims, 3, &rank));
+  CHECK(rank == -1);
+  EXPECT_ERROR(idem_session_output_dim_name(session, 1, 0, &name), IDEM_OUT_OF_RANGE,
+               "undeclared shape");
+  /* Capacity: 0 queries the rank alone (dims_out may be NULL); too small fails, writes nothing. */
+  rank = 99;
+  MUST(idem_session_input_shape(session, 1, NULL, 0, &rank));
+  CHECK(rank == 3);
+  dims[0] = dims[1] = 99;
+  rank = 99;
+  EXPECT_ERROR(idem_session_input_shape(session, 1, dims, 2, &rank), IDEM_OUT_OF_RANGE,
+               "rank 3, dims_out holds 2");
+  CHECK(dims[0] == 99 && dims[1] == 99 && rank == 99);
+  EXPECT_ERROR(idem_session_input_shape(session, 1, NULL, 3, &rank), IDEM_INVALID_ARGUMENT,
+               "dims_out is NULL with capacity 3");
+  /* Indexes, NULL outs and handles, for all four functions. */
+  EXPECT_ERROR(idem_session_input_shape(session, 3, dims, 4, &rank), IDEM_OUT_OF_RANGE,
+               "input 3 of 3");
+  EXPECT_ERROR(idem_session_output_shape(session, 2, dims, 4, &rank), IDEM_OUT_OF_RANGE,
+               "output 2 of 2");
+  EXPECT_ERROR(idem_session_input_dim_name(session, 3, 0, &name), IDEM_OUT_OF_RANGE,
+               "input 3 of 3");
+  EXPECT_ERROR(idem_session_output_dim_name(session, 2, 0, &name), IDEM_OUT_OF_RANGE,
+               "output 2 of 2");
+  EXPECT_ERROR(idem_session_input_shape(session, 1, dims, 4, NULL), IDEM_INVALID_ARGUMENT,
+               "out_rank is NULL");
+  EXPECT_ERROR(idem_session_output_shape(session, 0, dims, 4, NULL), IDEM_INVALID_ARGUMENT,
+               "out_rank is NULL");
+  EXPECT_ERROR(idem_session_input_dim_name(session, 1, 0, NULL), IDEM_INVALID_ARGUMENT,
+               "out_name is NULL");
+  EXPECT_ERROR(idem_session_output_dim_name(session, 0, 0, NULL), IDEM_INVALID_ARGUMENT,
+               "out_name is NULL");
+  EXPECT_ERROR(idem_session_input_shape(NULL, 0, dims, 4, &rank), IDEM_INVALID_ARGUMENT,
+               "session is NULL");
+  EXPECT_ERROR(idem_session_output_shape(NULL, 0, dims, 4, &rank), IDEM_INVALID_ARGUMENT,
+               "session is NULL");
+  EXPECT_ERROR(idem_session_input_dim_name(NULL, 0, 0, &name), IDEM_INVALID_ARGUMENT,
+               "session is NULL");
+  EXPECT_ERROR(idem_session_output_dim_name(NULL, 0, 0, &name), IDEM_INVALID_ARGUMENT,
+               "session is NULL");
+  MUST(idem_session_options_create(&not_session));
+  kinds = (idem_session_t*)not_session; /* a handle of another kind */
+  EXPECT_ERROR(idem_session_input_shape(kinds, 0, dims, 4, &rank), IDEM_INVALID_ARGUMENT,
+               "session is not a valid handle");
+  EXPECT_ERROR(idem_session_output_shape(kinds, 0, dims, 4, &rank), IDEM_INVALID_ARGUMENT,
+               "session is not a valid handle");
+  EXPECT_ERROR(idem_session_input_dim_name(kinds, 0, 0, &name), IDEM_INVALID_ARGUMENT,
+               "session is not a valid handle");
+  EXPECT_ERROR(idem_session_output_dim_name(kinds, 0, 0, &name), IDEM_INVALID_ARGUMENT,
+               "session is not a valid handle");
+  idem_session_options_release(not_session);
+  idem_session_release(session);
+
+  /* kinds.onnx: x float[N,3] and t string[N] are tensors; s (sequence) and o (optional) are not. */
+  MUST(idem_session_create(data_path(dir, "capi/kinds.onnx"), NULL, &kinds));
+  MUST(idem_session_input_shape(kinds, 0, dims, 4, &rank));
+  CHECK(rank == 2 && dims[0] == -1 && dims[1] == 3);
+  MUST(idem_session_input_shape(kinds, 3, dims, 4, &rank));
+  CHECK(rank == 1 && dims[0] == -1);
+  MUST(idem_session_output_dim_name(kinds, 3, 0, &name));
+  CHECK(name != NULL && strcmp(name, "N") == 0);
+  EXPECT_ERROR(idem_session_input_shape(kinds, 1, dims, 4, &rank), IDEM_INVALID_ARGUMENT,
+               "is seq(tensor(float)), not a tensor");
+  EXPECT_ERROR(idem_session_output_shape(kinds, 2, dims, 4, &rank), IDEM_INVALID_ARGUMENT,
+               "not a tensor");
+  EXPECT_ERROR(idem_session_input_dim_name(kinds, 2, 0, &name), IDEM_INVALID_ARGUMENT,
+               "not a tensor");
+  idem_session_release(kinds);
+}
+
 /* ---- Threads: sessions and values are immutable, so one of each may be used from many threads. */
 
 enum { kThreads = 4, kRunsPerThread = 2000 };
@@ -687,6 +1005,8 @@ int main(int argc, char** argv) {
   test_value_errors();
   test_create_errors(dir);
   test_run_into(dir);
+  test_run_options(dir);
+  test_shapes(dir);
 
   /* The Identity nodes kept (eliminate_identity off): still zero copy. */
   MUST(idem_session_options_create(&options));

@@ -21,7 +21,9 @@
  *  - Threads. Sessions and values are immutable once created: any number of threads may use the
  *    same session or value at once (run, query, derive new values). Releasing a handle must not
  *    race with other calls on that same handle. Options objects are plain mutable data: do not
- *    modify one from two threads at once. Status objects belong to the thread that received them.
+ *    modify one from two threads at once. Run options are the exception: every idem_run_options_*
+ *    function except release is thread-safe (atomics inside), so one thread may cancel a run that
+ *    another thread is executing. Status objects belong to the thread that received them.
  *  - Element types are ONNX's TensorProto.DataType codes (idem_element_type_t).
  *  - Parameters that take one of this header's enum values are declared int32_t, so that any
  *    integer a caller passes is defined behaviour: an unknown value is IDEM_INVALID_ARGUMENT.
@@ -45,6 +47,7 @@ typedef struct idem_status_t idem_status_t;
 typedef struct idem_session_options_t idem_session_options_t;
 typedef struct idem_session_t idem_session_t;
 typedef struct idem_value_t idem_value_t;
+typedef struct idem_run_options_t idem_run_options_t;
 
 /* Status codes, numbered as idem::StatusCode. */
 typedef enum idem_status_code_t {
@@ -201,6 +204,64 @@ IDEM_API idem_status_t* idem_session_output_type(const idem_session_t* session, 
 IDEM_API idem_status_t* idem_session_run(const idem_session_t* session,
                                          const idem_value_t* const* inputs, size_t n_inputs,
                                          idem_value_t** outputs, size_t n_outputs);
+
+/* Declared shape of tensor input/output `index`. On success *out_rank is the declared rank, or -1
+ * when the model declares no shape (rank unknown). When 0 < capacity < rank the call fails with
+ * IDEM_OUT_OF_RANGE and writes nothing; otherwise dims_out[0..rank) receive the dims: the size for
+ * a fixed dim, -1 for a symbolic dim (name: idem_session_input_dim_name) or an unknown one.
+ * capacity 0 (dims_out may then be NULL) queries the rank alone. Inputs/outputs that are not
+ * tensors (sequences, optionals): IDEM_INVALID_ARGUMENT. Reads only immutable session data:
+ * thread-safe like every session query. */
+IDEM_API idem_status_t* idem_session_input_shape(const idem_session_t* session, size_t index,
+                                                 int64_t* dims_out, size_t capacity,
+                                                 int64_t* out_rank);
+IDEM_API idem_status_t* idem_session_output_shape(const idem_session_t* session, size_t index,
+                                                  int64_t* dims_out, size_t capacity,
+                                                  int64_t* out_rank);
+/* The symbolic name of dim `dim` of tensor input/output `index` ("N" in float[N,3]), NUL-terminated
+ * and owned by the session; NULL when that dim is fixed or unknown. IDEM_OUT_OF_RANGE when `dim` is
+ * not below the declared rank (or the shape is undeclared); IDEM_INVALID_ARGUMENT for non-tensors.
+ */
+IDEM_API idem_status_t* idem_session_input_dim_name(const idem_session_t* session, size_t index,
+                                                    size_t dim, const char** out_name);
+IDEM_API idem_status_t* idem_session_output_dim_name(const idem_session_t* session, size_t index,
+                                                     size_t dim, const char** out_name);
+
+/* ---- Run options -------------------------------------------------------------------------- */
+
+/* Per-run options (idem::RunOptions): a cancellation flag and a timeout. They are checked at every
+ * iteration of a Loop, Scan or SequenceMap node; a run is stopped only there (a model without such
+ * nodes always runs to completion). One options object may serve any number of runs, at once or
+ * one after another. Thread-safety: every function below except release may be called from any
+ * thread at any time, including while runs use the options (the state is atomic); release must not
+ * race with other calls on the same options nor with runs using them. */
+IDEM_API idem_status_t* idem_run_options_create(idem_run_options_t** out_run_options);
+IDEM_API void idem_run_options_release(idem_run_options_t* run_options);
+
+/* Sets the cancel flag: every run using these options, in progress or started later, fails with
+ * IDEM_CANCELLED at its next Loop/Scan/SequenceMap iteration (runs then set every output to NULL).
+ * The flag stays set until idem_run_options_reset_cancel. */
+IDEM_API idem_status_t* idem_run_options_cancel(idem_run_options_t* run_options);
+IDEM_API idem_status_t* idem_run_options_reset_cancel(idem_run_options_t* run_options);
+
+/* A relative timeout: each run using these options gets the deadline "start of that run plus
+ * timeout_ns" on the monotonic clock (std::chrono::steady_clock, CLOCK_MONOTONIC) and fails with
+ * IDEM_DEADLINE_EXCEEDED at the first Loop/Scan/SequenceMap iteration past it. Relative, not
+ * absolute, so one options object can be reused for many runs. 0 expires at the first check; huge
+ * values saturate (no overflow). Default: no deadline; clear_timeout restores that. Changing the
+ * timeout does not affect runs already started. */
+IDEM_API idem_status_t* idem_run_options_set_timeout_ns(idem_run_options_t* run_options,
+                                                        uint64_t timeout_ns);
+IDEM_API idem_status_t* idem_run_options_clear_timeout(idem_run_options_t* run_options);
+
+/* idem_session_run with run options (NULL run_options: the defaults, i.e. idem_session_run). On
+ * cancellation or timeout the status is IDEM_CANCELLED / IDEM_DEADLINE_EXCEEDED naming the node,
+ * and every outputs[i] is NULL. */
+IDEM_API idem_status_t* idem_session_run_with_options(const idem_session_t* session,
+                                                      const idem_run_options_t* run_options,
+                                                      const idem_value_t* const* inputs,
+                                                      size_t n_inputs, idem_value_t** outputs,
+                                                      size_t n_outputs);
 
 /* A caller-owned destination for idem_session_run_into. */
 typedef struct idem_output_buffer_t {

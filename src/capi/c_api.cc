@@ -5,6 +5,8 @@
 // NULL handle or a handle of another kind is an IDEM_INVALID_ARGUMENT status, never a crash.
 #include "idem/c_api.h"
 
+#include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <exception>
@@ -23,14 +25,27 @@ namespace {
 
 // Tags at offset 0 of each handle. A released handle gets kDeadMagic (best effort: using a
 // released handle is undefined behaviour, but a quick reuse then fails cleanly).
-constexpr uint32_t kStatusMagic = 0x49535441;   // "ISTA"
-constexpr uint32_t kOptionsMagic = 0x494f5054;  // "IOPT"
-constexpr uint32_t kSessionMagic = 0x49534553;  // "ISES"
-constexpr uint32_t kValueMagic = 0x4956414c;    // "IVAL"
+constexpr uint32_t kStatusMagic = 0x49535441;      // "ISTA"
+constexpr uint32_t kOptionsMagic = 0x494f5054;     // "IOPT"
+constexpr uint32_t kSessionMagic = 0x49534553;     // "ISES"
+constexpr uint32_t kValueMagic = 0x4956414c;       // "IVAL"
+constexpr uint32_t kRunOptionsMagic = 0x4952554e;  // "IRUN"
 constexpr uint32_t kDeadMagic = 0xdeadbeef;
 
-static_assert(static_cast<int>(idem::StatusCode::kDeadlineExceeded) == IDEM_DEADLINE_EXCEEDED);
+// FromStatus converts codes with a cast: every idem::StatusCode must have the same number here.
+// (Adding a StatusCode after kDeadlineExceeded must add an IDEM_ code and an assert here.)
+static_assert(static_cast<int>(idem::StatusCode::kOk) == IDEM_OK);
+static_assert(static_cast<int>(idem::StatusCode::kInvalidArgument) == IDEM_INVALID_ARGUMENT);
 static_assert(static_cast<int>(idem::StatusCode::kInvalidModel) == IDEM_INVALID_MODEL);
+static_assert(static_cast<int>(idem::StatusCode::kUnsupported) == IDEM_UNSUPPORTED);
+static_assert(static_cast<int>(idem::StatusCode::kNotFound) == IDEM_NOT_FOUND);
+static_assert(static_cast<int>(idem::StatusCode::kOutOfRange) == IDEM_OUT_OF_RANGE);
+static_assert(static_cast<int>(idem::StatusCode::kResourceExhausted) == IDEM_RESOURCE_EXHAUSTED);
+static_assert(static_cast<int>(idem::StatusCode::kIoError) == IDEM_IO_ERROR);
+static_assert(static_cast<int>(idem::StatusCode::kRuntimeError) == IDEM_RUNTIME_ERROR);
+static_assert(static_cast<int>(idem::StatusCode::kInternal) == IDEM_INTERNAL);
+static_assert(static_cast<int>(idem::StatusCode::kCancelled) == IDEM_CANCELLED);
+static_assert(static_cast<int>(idem::StatusCode::kDeadlineExceeded) == IDEM_DEADLINE_EXCEEDED);
 static_assert(static_cast<int>(idem::ValueKind::kOptional) == IDEM_VALUE_OPTIONAL);
 static_assert(idem::kMaxElementTypeCode == IDEM_ELEMENT_INT2);
 
@@ -56,6 +71,14 @@ struct idem_session_t {
   // Type strings computed once, so the pointers handed out live as long as the session.
   std::vector<std::string> input_types;
   std::vector<std::string> output_types;
+};
+
+struct idem_run_options_t {
+  uint32_t magic = kRunOptionsMagic;
+  // Atomics: cancel and the timeout setters may race with runs reading them (see c_api.h).
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> has_timeout{false};
+  std::atomic<uint64_t> timeout_ns{0};
 };
 
 struct idem_value_t {
@@ -490,29 +513,218 @@ idem_status_t* idem_session_output_type(const idem_session_t* session, size_t in
   });
 }
 
+namespace {
+
+// The idem::RunOptions for one run: the deadline is computed now, from the relative timeout.
+idem::RunOptions ToRunOptions(const idem_run_options_t* run_options) {
+  idem::RunOptions options;
+  if (run_options == nullptr) return options;
+  options.cancel = &run_options->cancel;
+  if (run_options->has_timeout.load(std::memory_order_acquire)) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point now = Clock::now();
+    const uint64_t ns = run_options->timeout_ns.load(std::memory_order_relaxed);
+    // Saturate instead of overflowing the clock's signed representation.
+    const auto room =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::time_point::max() - now);
+    if (ns >= static_cast<uint64_t>(room.count())) {
+      options.deadline = Clock::time_point::max();
+    } else {
+      options.deadline = now + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::nanoseconds(static_cast<int64_t>(ns)));
+    }
+  }
+  return options;
+}
+
+idem_status_t* RunSession(const char* fn, const idem_session_t* session,
+                          const idem_run_options_t* run_options, const idem_value_t* const* inputs,
+                          size_t n_inputs, idem_value_t** outputs, size_t n_outputs) {
+  IDEM_CHECK_HANDLE(session, kSessionMagic, "session");
+  if (run_options != nullptr) IDEM_CHECK_HANDLE(run_options, kRunOptionsMagic, "run_options");
+  if (outputs == nullptr && n_outputs > 0) return NullOut(fn, "outputs");
+  const size_t expected = session->session.outputs().size();
+  if (n_outputs != expected) {
+    return MakeStatus(IDEM_INVALID_ARGUMENT,
+                      std::string(fn) + ": room for " + std::to_string(n_outputs) +
+                          " outputs, the model has " + std::to_string(expected));
+  }
+  std::vector<idem::Value> feeds;
+  if (idem_status_t* e = CollectFeeds(fn, "inputs", inputs, n_inputs, &feeds)) return e;
+  idem::Result<std::vector<idem::Value>> result =
+      run_options == nullptr ? session->session.Run(feeds)
+                             : session->session.Run(feeds, ToRunOptions(run_options));
+  if (!result.ok()) return FromStatus(result.status());
+  // Wrap every output before publishing any, so a failed allocation leaks nothing.
+  std::vector<std::unique_ptr<idem_value_t>> made;
+  made.reserve(n_outputs);
+  for (idem::Value& v : *result) made.emplace_back(NewValue(std::move(v)));
+  for (size_t i = 0; i < n_outputs; ++i) outputs[i] = made[i].release();
+  return nullptr;
+}
+
+}  // namespace
+
 idem_status_t* idem_session_run(const idem_session_t* session, const idem_value_t* const* inputs,
                                 size_t n_inputs, idem_value_t** outputs, size_t n_outputs) {
   if (outputs != nullptr) {
     for (size_t i = 0; i < n_outputs; ++i) outputs[i] = nullptr;
   }
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
-    IDEM_CHECK_HANDLE(session, kSessionMagic, "session");
-    if (outputs == nullptr && n_outputs > 0) return NullOut(fn, "outputs");
-    const size_t expected = session->session.outputs().size();
-    if (n_outputs != expected) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT,
-                        std::string(fn) + ": room for " + std::to_string(n_outputs) +
-                            " outputs, the model has " + std::to_string(expected));
-    }
-    std::vector<idem::Value> feeds;
-    if (idem_status_t* e = CollectFeeds(fn, "inputs", inputs, n_inputs, &feeds)) return e;
-    idem::Result<std::vector<idem::Value>> result = session->session.Run(feeds);
-    if (!result.ok()) return FromStatus(result.status());
-    // Wrap every output before publishing any, so a failed allocation leaks nothing.
-    std::vector<std::unique_ptr<idem_value_t>> made;
-    made.reserve(n_outputs);
-    for (idem::Value& v : *result) made.emplace_back(NewValue(std::move(v)));
-    for (size_t i = 0; i < n_outputs; ++i) outputs[i] = made[i].release();
+    return RunSession(fn, session, nullptr, inputs, n_inputs, outputs, n_outputs);
+  });
+}
+
+idem_status_t* idem_session_run_with_options(const idem_session_t* session,
+                                             const idem_run_options_t* run_options,
+                                             const idem_value_t* const* inputs, size_t n_inputs,
+                                             idem_value_t** outputs, size_t n_outputs) {
+  if (outputs != nullptr) {
+    for (size_t i = 0; i < n_outputs; ++i) outputs[i] = nullptr;
+  }
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    return RunSession(fn, session, run_options, inputs, n_inputs, outputs, n_outputs);
+  });
+}
+
+// ---- Shapes ----------------------------------------------------------------------------------
+
+namespace {
+
+// The tensor type of input (is_input) or output `index`, or an error status.
+idem_status_t* TensorInfo(const char* fn, const idem_session_t* session, bool is_input,
+                          size_t index, const idem::Type** out_type) {
+  IDEM_CHECK_HANDLE(session, kSessionMagic, "session");
+  auto infos = is_input ? session->session.inputs() : session->session.outputs();
+  const char* what = is_input ? "input" : "output";
+  if (idem_status_t* e = InfoAt(fn, infos, index, what)) return e;
+  const idem::Type& type = infos[index].type;
+  if (type.kind() != idem::ValueKind::kTensor) {
+    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": " + what + " " +
+                                                 idem::QuoteName(infos[index].name) + " is " +
+                                                 type.ToString() + ", not a tensor");
+  }
+  *out_type = &type;
+  return nullptr;
+}
+
+idem_status_t* Shape(const char* fn, const idem_session_t* session, bool is_input, size_t index,
+                     int64_t* dims_out, size_t capacity, int64_t* out_rank) {
+  const idem::Type* type = nullptr;
+  if (idem_status_t* e = TensorInfo(fn, session, is_input, index, &type)) return e;
+  IDEM_CHECK_OUT(out_rank);
+  if (capacity > 0 && dims_out == nullptr) {
+    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": dims_out is NULL with capacity " +
+                                                 std::to_string(capacity));
+  }
+  const auto& shape = type->shape();
+  if (!shape) {
+    *out_rank = -1;
+    return nullptr;
+  }
+  if (capacity > 0 && capacity < shape->size()) {
+    return MakeStatus(IDEM_OUT_OF_RANGE, std::string(fn) + ": rank " +
+                                             std::to_string(shape->size()) + ", dims_out holds " +
+                                             std::to_string(capacity));
+  }
+  if (capacity > 0) {
+    for (size_t d = 0; d < shape->size(); ++d) dims_out[d] = (*shape)[d].value.value_or(-1);
+  }
+  *out_rank = static_cast<int64_t>(shape->size());
+  return nullptr;
+}
+
+idem_status_t* DimName(const char* fn, const idem_session_t* session, bool is_input, size_t index,
+                       size_t dim, const char** out_name) {
+  const idem::Type* type = nullptr;
+  if (idem_status_t* e = TensorInfo(fn, session, is_input, index, &type)) return e;
+  IDEM_CHECK_OUT(out_name);
+  const auto& shape = type->shape();
+  if (!shape || dim >= shape->size()) {
+    return MakeStatus(IDEM_OUT_OF_RANGE, std::string(fn) + ": dim " + std::to_string(dim) + " of " +
+                                             (shape ? "rank " + std::to_string(shape->size())
+                                                    : "an undeclared shape"));
+  }
+  const idem::Dim& d = (*shape)[dim];
+  *out_name = (!d.value && !d.param.empty()) ? d.param.c_str() : nullptr;
+  return nullptr;
+}
+
+}  // namespace
+
+idem_status_t* idem_session_input_shape(const idem_session_t* session, size_t index,
+                                        int64_t* dims_out, size_t capacity, int64_t* out_rank) {
+  return Guard(__func__, [&](const char* fn) {
+    return Shape(fn, session, true, index, dims_out, capacity, out_rank);
+  });
+}
+
+idem_status_t* idem_session_output_shape(const idem_session_t* session, size_t index,
+                                         int64_t* dims_out, size_t capacity, int64_t* out_rank) {
+  return Guard(__func__, [&](const char* fn) {
+    return Shape(fn, session, false, index, dims_out, capacity, out_rank);
+  });
+}
+
+idem_status_t* idem_session_input_dim_name(const idem_session_t* session, size_t index, size_t dim,
+                                           const char** out_name) {
+  return Guard(__func__,
+               [&](const char* fn) { return DimName(fn, session, true, index, dim, out_name); });
+}
+
+idem_status_t* idem_session_output_dim_name(const idem_session_t* session, size_t index, size_t dim,
+                                            const char** out_name) {
+  return Guard(__func__,
+               [&](const char* fn) { return DimName(fn, session, false, index, dim, out_name); });
+}
+
+// ---- Run options -----------------------------------------------------------------------------
+
+idem_status_t* idem_run_options_create(idem_run_options_t** out_run_options) {
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    IDEM_CHECK_OUT(out_run_options);
+    *out_run_options = new idem_run_options_t;
+    return nullptr;
+  });
+}
+
+void idem_run_options_release(idem_run_options_t* run_options) {
+  if (!HasMagic(run_options, kRunOptionsMagic)) return;
+  run_options->magic = kDeadMagic;
+  delete run_options;
+}
+
+idem_status_t* idem_run_options_cancel(idem_run_options_t* run_options) {
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    IDEM_CHECK_HANDLE(run_options, kRunOptionsMagic, "run_options");
+    run_options->cancel.store(true, std::memory_order_relaxed);
+    return nullptr;
+  });
+}
+
+idem_status_t* idem_run_options_reset_cancel(idem_run_options_t* run_options) {
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    IDEM_CHECK_HANDLE(run_options, kRunOptionsMagic, "run_options");
+    run_options->cancel.store(false, std::memory_order_relaxed);
+    return nullptr;
+  });
+}
+
+idem_status_t* idem_run_options_set_timeout_ns(idem_run_options_t* run_options,
+                                               uint64_t timeout_ns) {
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    IDEM_CHECK_HANDLE(run_options, kRunOptionsMagic, "run_options");
+    // timeout first, then the flag (release): a run that sees the flag sees this timeout.
+    run_options->timeout_ns.store(timeout_ns, std::memory_order_relaxed);
+    run_options->has_timeout.store(true, std::memory_order_release);
+    return nullptr;
+  });
+}
+
+idem_status_t* idem_run_options_clear_timeout(idem_run_options_t* run_options) {
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    IDEM_CHECK_HANDLE(run_options, kRunOptionsMagic, "run_options");
+    run_options->has_timeout.store(false, std::memory_order_release);
     return nullptr;
   });
 }

@@ -25,3 +25,32 @@ model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir
                           producer_name="idem tests/data/capi/gen_capi_models.py")
 onnx.checker.check_model(model)
 onnx.save(model, os.path.join(here, "kinds.onnx"))
+
+# loop.onnx (opset 16): a Loop without trip count whose body passes its condition through, so it
+# stops only when the condition input is false (zero iterations) or the run is cancelled or passes
+# its deadline. Inputs cover the shape queries: cond bool[] (rank 0), v float[N,?,3] (symbolic,
+# unknown, fixed), w float (no shape: rank undeclared). Outputs: v_out float[N,?,3], w_out float.
+body = helper.make_graph(
+    [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="body_cond"),
+     helper.make_node("Identity", ["v_in"], ["v_body"], name="body_v")],
+    "body",
+    [helper.make_tensor_value_info("iter", TensorProto.INT64, []),
+     helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("v_in", TensorProto.FLOAT, None)],
+    [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("v_body", TensorProto.FLOAT, None)])
+v_shape = ["N", None, 3]
+loop_graph = helper.make_graph(
+    [helper.make_node("Loop", ["", "cond", "v"], ["v_out"], name="forever", body=body),
+     helper.make_node("Identity", ["w"], ["w_out"], name="id_w")],
+    "loop",
+    [helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("v", TensorProto.FLOAT, v_shape),
+     helper.make_tensor_value_info("w", TensorProto.FLOAT, None)],
+    [helper.make_tensor_value_info("v_out", TensorProto.FLOAT, v_shape),
+     helper.make_tensor_value_info("w_out", TensorProto.FLOAT, None)])
+loop_model = helper.make_model(loop_graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8,
+                               producer_name="idem tests/data/capi/gen_capi_models.py")
+# Not onnx.checker.check_model: onnx 1.12's checker insists on a shape for top-level inputs and
+# outputs, which the IR spec makes optional (w, w_out are the case under test).
+onnx.save(loop_model, os.path.join(here, "loop.onnx"))
