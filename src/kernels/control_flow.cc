@@ -117,6 +117,7 @@ class HeldBytes {
     bytes_ += bytes;
     return ctx_.Charge(bytes);
   }
+  uint64_t bytes() const { return bytes_; }
   // Set without building a Status: false when the run is now over its budget.
   bool Reset(uint64_t bytes) {
     ctx_.Release(bytes_);
@@ -359,7 +360,11 @@ class LoopKernel final : public Kernel {
         carried[j] = std::move(out[1 + j]);
         carried_bytes += ValueBytes(carried[j]);
       }
-      if (!held_carried.Reset(carried_bytes)) [[unlikely]] return ctx.OverBudgetStatus();
+      // Unchanged bytes (a passthrough body) leave the live total and the verdict unchanged.
+      if (carried_bytes != held_carried.bytes() && !held_carried.Reset(carried_bytes))
+          [[unlikely]] {
+        return ctx.OverBudgetStatus();
+      }
       for (size_t k = 0; k < plan_.scans; ++k) {
         Value& v = out[1 + n + k];
         IDEM_RETURN_IF_ERROR(held_scans.Add(ValueBytes(v)));
