@@ -30,7 +30,8 @@
 //   idem_bench --rss_check DIR/model.onnx  load that model and run it without reading the output;
 //                                          measure with /usr/bin/time -v (peak RSS < 64 MiB).
 //   idem_bench --write_models DIR          the cases' models as DIR/<case>.onnx (for ONNX Runtime).
-//   idem_bench --loop=<case>:<n>   run <case> (tiny, chain100_noelim, seed_example) n times and
+//   idem_bench --loop=<case>:<n>   run <case> (tiny, chain100_noelim, seed_example,
+//                                  loop_carried) n times and
 //                                  exit; for callgrind/perf profiles of the Run hot path.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -682,8 +683,14 @@ int Loop(const std::string& spec) {
     options.eliminate_identity = false;
     noelim = Case{MakeSession(FloatIdentity({5}, 100), options), {FloatTensor({5})}, {}};
     c = &noelim;
+  } else if (name == "loop_carried") {
+    // loop_carried_256MiB's model with a 5-float tensor: the per-iteration bookkeeping does not
+    // depend on the size (nothing is copied), and profilers need not fill 256 MiB.
+    noelim = Case{MakeSession(models::LoopModel(false, 5)), {Int64Scalar(10), FloatTensor({5})}, {}};
+    c = &noelim;
   } else {
-    Die("--loop: unknown case '" + name + "' (tiny, chain100_noelim, seed_example)");
+    Die("--loop: unknown case '" + name +
+        "' (tiny, chain100_noelim, seed_example, loop_carried)");
   }
   size_t ok = 0;
   for (long i = 0; i < n; ++i) ok += c->session->Run(c->feeds).ok();

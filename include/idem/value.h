@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "idem/export.h"
@@ -46,6 +47,8 @@ class IDEM_API Value {
   static Result<Value> MakeEmptyOptional(Type element_type);
 
   bool is_null() const { return !node_; }
+  // The accessors below are inline (Node is defined at the end of this header): the run loop and
+  // kernels call them per value, and an out-of-line call costs more than the access.
   ValueKind kind() const;
   bool is_tensor() const { return kind() == ValueKind::kTensor; }
   bool is_sequence() const { return kind() == ValueKind::kSequence; }
@@ -72,6 +75,8 @@ class IDEM_API Value {
   uint64_t BudgetBytes() const;
 
  private:
+  // The out-of-line part of BudgetBytes (string tensors, sequences, optionals).
+  uint64_t BudgetBytesSlow() const;
   struct Node;
   explicit Value(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
   std::shared_ptr<const Node> node_;
@@ -131,6 +136,28 @@ class IDEM_API Optional {
   Type element_type_;
   Value value_;  // null when empty
 };
+
+// A Value's storage. Defined here only so the accessors can be inline; not part of the API.
+struct Value::Node {
+  std::variant<Tensor, Sequence, Optional> payload;
+};
+
+inline ValueKind Value::kind() const {
+  // The variant's alternatives are in ValueKind order.
+  return static_cast<ValueKind>(node_->payload.index());
+}
+inline const Tensor& Value::tensor() const { return std::get<Tensor>(node_->payload); }
+inline const Sequence& Value::sequence() const { return std::get<Sequence>(node_->payload); }
+inline const Optional& Value::optional() const { return std::get<Optional>(node_->payload); }
+inline uint64_t Value::BudgetBytes() const {
+  if (node_) {
+    if (const Tensor* t = std::get_if<Tensor>(&node_->payload);
+        t != nullptr && t->element_type() != ElementType::kString) {
+      return t->data().size() + 64 + 8 * t->rank();
+    }
+  }
+  return BudgetBytesSlow();
+}
 
 // Compares exactly: kind, element type, shape, sequence length, optional presence and bits (a NaN
 // equals only a NaN with the same bits; -0.0 differs from 0.0; padding bits of 4- and 2-bit types

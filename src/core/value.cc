@@ -10,9 +10,10 @@
 
 namespace idem {
 
-struct Value::Node {
-  std::variant<Tensor, Sequence, Optional> payload;
-};
+static_assert(static_cast<size_t>(ValueKind::kTensor) == 0 &&
+                  static_cast<size_t>(ValueKind::kSequence) == 1 &&
+                  static_cast<size_t>(ValueKind::kOptional) == 2,
+              "Value::kind() maps the payload's index to ValueKind");
 
 namespace {
 
@@ -115,7 +116,7 @@ Result<Value> Value::MakeSequence(ElementType element_type, std::vector<Value> t
   return Value(std::move(node));
 }
 
-uint64_t Value::BudgetBytes() const {
+uint64_t Value::BudgetBytesSlow() const {
   if (!node_) return 0;
   const auto& payload = node_->payload;
   if (const Tensor* t = std::get_if<Tensor>(&payload)) return TensorBytesForBudget(*t);
@@ -192,20 +193,6 @@ Result<Value> Value::MakeEmptyOptional(Type element_type) {
   return Value(std::move(node));
 }
 
-ValueKind Value::kind() const {
-  switch (node_->payload.index()) {
-    case 0:
-      return ValueKind::kTensor;
-    case 1:
-      return ValueKind::kSequence;
-    default:
-      return ValueKind::kOptional;
-  }
-}
-
-const Tensor& Value::tensor() const { return std::get<Tensor>(node_->payload); }
-const Sequence& Value::sequence() const { return std::get<Sequence>(node_->payload); }
-const Optional& Value::optional() const { return std::get<Optional>(node_->payload); }
 
 Type Value::type() const {
   switch (kind()) {

@@ -61,37 +61,39 @@ Type MergeTypes(const Type& a, const Type& b) {
   return Type::Optional(MergeTypes(a.element(), b.element()));
 }
 
-// A run of Values kept on the stack when short (the common case), so control flow allocates
-// nothing per run or per iteration for its own bookkeeping.
+// A fixed number of Values (null until assigned), on the stack when few (the common case), so
+// control flow allocates nothing per run or per iteration for its own bookkeeping.
 class InlineValues {
  public:
-  explicit InlineValues(size_t capacity) {
-    if (capacity > kInline) heap_.reserve(capacity);
-  }
-  void clear() {
-    for (size_t i = 0; i < size_; ++i) data()[i] = Value();
-    size_ = 0;
-    heap_.clear();
-  }
-  void push_back(Value v) {
-    if (heap_.capacity() > 0) {
-      heap_.push_back(std::move(v));
-    } else {
-      inline_[size_] = std::move(v);
+  explicit InlineValues(size_t size) : size_(size) {
+    if (size > kInline) {
+      heap_.resize(size);
+      data_ = heap_.data();
     }
-    ++size_;
   }
-  Value* data() { return heap_.capacity() > 0 ? heap_.data() : inline_; }
+  InlineValues(const InlineValues&) = delete;
+  InlineValues& operator=(const InlineValues&) = delete;
+  Value* data() { return data_; }
   size_t size() const { return size_; }
-  Value& operator[](size_t i) { return data()[i]; }
-  operator std::span<Value>() { return {data(), size_}; }  // NOLINT: span view
+  Value& operator[](size_t i) { return data_[i]; }
+  operator std::span<Value>() { return {data_, size_}; }  // NOLINT: span view
 
  private:
   static constexpr size_t kInline = 8;
   Value inline_[kInline];
   std::vector<Value> heap_;
-  size_t size_ = 0;
+  Value* data_ = inline_;
+  size_t size_;
 };
+
+// The body's condition output when it is a single bool (else false; ReadBool then says why):
+// read per iteration without building a Result.
+bool ReadCondition(const Value& value, bool& cond) {
+  const Tensor& t = value.tensor();
+  if (t.element_type() != ElementType::kBool || t.element_count() != 1) return false;
+  cond = t.data().data()[0] != std::byte{0};
+  return true;
+}
 
 // Copies the captured outer values of `info` from the node's inputs after the formal ones.
 template <typename Feeds>
@@ -114,6 +116,13 @@ class HeldBytes {
   Status Add(uint64_t bytes) {
     bytes_ += bytes;
     return ctx_.Charge(bytes);
+  }
+  uint64_t bytes() const { return bytes_; }
+  // Set without building a Status: false when the run is now over its budget.
+  bool Reset(uint64_t bytes) {
+    ctx_.Release(bytes_);
+    bytes_ = bytes;
+    return ctx_.AddLive(bytes);
   }
 
  private:
@@ -212,6 +221,7 @@ struct LoopPlan {
   // accepts this (test_loop16_seq_none relies on it): the next iteration gets the T wrapped in
   // an optional, and the Loop's output is T.
   std::vector<bool> wrap;
+  bool any_wrap = false;  // some wrap[j] is set
   std::vector<Type> wrap_types;  // the optional's element type, where wrap is set
   std::vector<ElementType> scan_elements;
   std::vector<std::vector<int64_t>> scan_empty_shapes;  // element shape for zero iterations
@@ -251,6 +261,7 @@ Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
     const Type& in = plan.body.input_types[2 + j];
     if (in.is_optional() && in.element().SameStructure(outs[1 + j])) {
       plan.wrap[j] = true;
+      plan.any_wrap = true;
       plan.wrap_types[j] = in.element();
       continue;
     }
@@ -307,48 +318,53 @@ class LoopKernel final : public Kernel {
     }
     const size_t n = plan_.carried;
     InlineValues carried(n);
-    for (size_t j = 0; j < n; ++j) carried.push_back(*inputs[2 + j]);
+    for (size_t j = 0; j < n; ++j) carried[j] = *inputs[2 + j];
     std::vector<std::vector<Value>> scans(plan_.scans);
     HeldBytes held_carried(ctx), held_scans(ctx);
     // Feeds and outputs are reused across iterations: no allocation per iteration beyond what
-    // the body itself makes.
+    // the body itself makes. Layout of feeds: iteration number, condition, carried values,
+    // captures (RunSubgraph moves from them, so each iteration refills every position).
     InlineValues feeds(2 + n + plan_.body.capture_count);
     InlineValues out(plan_.body.output_types.size());
-    for (size_t o = 0; o < plan_.body.output_types.size(); ++o) out.push_back(Value());
+    const bool check_interrupt = ctx.may_interrupt();
+    const bool feed_iteration = plan_.body.input_used[0];
+    const Value* const* captures = inputs.data() + plan_.body.capture_offset;
     Value cond_value = true_;  // only read while cond is true
     for (int64_t i = 0; (!trip_count || i < *trip_count) && cond; ++i) {
-      IDEM_RETURN_IF_ERROR(ctx.CheckInterrupt());
-      feeds.clear();
-      if (plan_.body.input_used[0]) {
-        IDEM_ASSIGN_OR_RETURN(Value iteration, tensor_util::MakeInt64Scalar(i));
-        feeds.push_back(std::move(iteration));
-      } else {
-        feeds.push_back(Value());  // the body never reads it
-      }
+      if (check_interrupt) IDEM_RETURN_IF_ERROR(ctx.CheckInterrupt());
+      if (feed_iteration) {
+        IDEM_ASSIGN_OR_RETURN(feeds[0], tensor_util::MakeInt64Scalar(i));
+      }  // else feeds[0] stays null: the body never reads it
       // The condition fed in is the previous iteration's condition output, moved (no reference
       // count traffic when the body passes it through).
-      feeds.push_back(std::move(cond_value));
+      feeds[1] = std::move(cond_value);
       // Moved, not copied: a value only the loop holds stays unshared inside the body.
       for (size_t j = 0; j < n; ++j) {
-        if (plan_.wrap[j] && !carried[j].is_optional()) {
+        if (plan_.any_wrap && plan_.wrap[j] && !carried[j].is_optional()) {
           IDEM_ASSIGN_OR_RETURN(carried[j],
                                 Value::MakeOptional(std::move(carried[j]), plan_.wrap_types[j]));
         }
-        feeds.push_back(std::move(carried[j]));
+        feeds[2 + j] = std::move(carried[j]);
       }
-      AppendCaptures(plan_.body, inputs, feeds);
+      for (uint32_t k = 0; k < plan_.body.capture_count; ++k) feeds[2 + n + k] = *captures[k];
       Status status = ctx.RunSubgraph(plan_.body.handle, feeds, out);
-      if (!status.ok()) {
+      if (!status.ok()) [[unlikely]] {
         return std::move(status).WithContext(fmt::format("body, iteration {}", i));
       }
       cond_value = std::move(out[0]);
-      IDEM_ASSIGN_OR_RETURN(cond, tensor_util::ReadBool(cond_value, "the body's condition output"));
+      if (!ReadCondition(cond_value, cond)) [[unlikely]] {
+        return tensor_util::ReadBool(cond_value, "the body's condition output").status();
+      }
       uint64_t carried_bytes = 0;
       for (size_t j = 0; j < n; ++j) {
         carried[j] = std::move(out[1 + j]);
         carried_bytes += ValueBytes(carried[j]);
       }
-      IDEM_RETURN_IF_ERROR(held_carried.Set(carried_bytes));
+      // Unchanged bytes (a passthrough body) leave the live total and the verdict unchanged.
+      if (carried_bytes != held_carried.bytes() && !held_carried.Reset(carried_bytes))
+          [[unlikely]] {
+        return ctx.OverBudgetStatus();
+      }
       for (size_t k = 0; k < plan_.scans; ++k) {
         Value& v = out[1 + n + k];
         IDEM_RETURN_IF_ERROR(held_scans.Add(ValueBytes(v)));

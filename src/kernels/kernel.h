@@ -29,7 +29,7 @@ namespace idem {
 // Bytes a value holds for run-time budget accounting: a tensor's buffer (strings: their bytes plus
 // a per-string overhead), a sequence's cached total, an optional's element. Shared buffers are
 // counted for each value holding them (conservative). O(1) except for string tensors.
-uint64_t ValueBytes(const Value& value);
+inline uint64_t ValueBytes(const Value& value) { return value.BudgetBytes(); }
 
 // What a kernel sees of the run it belongs to: run options (cancellation, deadline), the run-time
 // budget, and the subgraphs of control-flow nodes. One per Run (subgraph runs share it); used by
@@ -46,6 +46,11 @@ class RunContext {
   virtual Status RunSubgraph(int32_t handle, std::span<Value> feeds,
                              std::span<Value> outputs) = 0;
 
+  // Whether CheckInterrupt can ever fail in this run (a cancel flag or a deadline was given), so
+  // a loop can skip the call per iteration when it cannot.
+  bool may_interrupt() const {
+    return options_ != nullptr && (options_->cancel != nullptr || options_->deadline.has_value());
+  }
   // kCancelled / kDeadlineExceeded when the run must stop. Control flow calls it per iteration.
   Status CheckInterrupt() const {
     if (options_ == nullptr) return {};

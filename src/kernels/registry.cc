@@ -135,8 +135,6 @@ Result<int64_t> ReadScalarIndex(const Value& value, std::string_view input_name)
 
 namespace idem {
 
-uint64_t ValueBytes(const Value& value) { return value.BudgetBytes(); }
-
 Status RunContext::CheckAllocation(uint64_t bytes) const {
   if (bytes > limits_.max_tensor_bytes) {
     return Status(StatusCode::kResourceExhausted,

@@ -81,7 +81,8 @@ FlatPlan Flatten(const Plan& plan) {
     flat.steps.push_back(FlatStep{step.kernel.get(), static_cast<uint32_t>(flat.step_inputs.size()),
                                   static_cast<uint32_t>(step.inputs.size()), step.first_output,
                                   step.output_count, static_cast<uint32_t>(flat.releases.size()),
-                                  static_cast<uint32_t>(step.release.size()), in_place});
+                                  static_cast<uint32_t>(step.release.size()), in_place,
+                                  step.output_is_input});
     flat.step_inputs.insert(flat.step_inputs.end(), step.inputs.begin(), step.inputs.end());
     flat.releases.insert(flat.releases.end(), step.release.begin(), step.release.end());
   }
@@ -97,6 +98,8 @@ FlatPlan Flatten(const Plan& plan) {
     flat.move_output[o] = s ? 0 : 1;
     s = 1;
   }
+  flat.feed_count = plan.feed_slots.size() + plan.capture_slots.size();
+  flat.output_count = plan.output_refs.size();
   if (plan.is_subgraph && plan.steps.empty()) {
     std::vector<int32_t> slot_to_feed(static_cast<size_t>(plan.computed_count), -1);
     for (size_t i = 0; i < plan.feed_slots.size(); ++i) {
@@ -130,15 +133,13 @@ class RunState final : public RunContext {
       return Status(StatusCode::kInternal, fmt::format("no subgraph #{}", handle));
     }
     const FlatPlan& flat = executor_.subgraphs_[static_cast<size_t>(handle)];
-    const Plan& plan = *flat.plan;
-    const size_t formal = plan.feed_slots.size();
-    if (feeds.size() != formal + plan.capture_slots.size() ||
-        outputs.size() != flat.output_refs.size()) {
+    if (feeds.size() != flat.feed_count || outputs.size() != flat.output_count) [[unlikely]] {
       return Status(StatusCode::kInternal,
                     fmt::format("subgraph #{} takes {} values and gives {}, got {} and {}", handle,
-                                formal + plan.capture_slots.size(), flat.output_refs.size(),
-                                feeds.size(), outputs.size()));
+                                flat.feed_count, flat.output_count, feeds.size(), outputs.size()));
     }
+    const Plan& plan = *flat.plan;
+    const size_t formal = plan.feed_slots.size();
     if (flat.passthrough) {
       // Nothing to compute: outputs are feeds (moved unless another output needs them too) or
       // constants.
@@ -201,27 +202,18 @@ class RunState final : public RunContext {
         failure = std::move(status).WithContext(plan.steps[s].label);
         break;
       }
-      // Budget: charge what the step created. An output that is one of its inputs (Identity,
-      // SequenceAt's stored tensor) adds nothing; a forwarded value's old size is replaced.
-      Release(forwarded_bytes);
-      bool over_budget = false;
-      for (int32_t o = 0; o < step.output_count; ++o) {
-        const Value& out = outputs[o];
-        if (out.is_null()) continue;
-        bool shared = false;
-        if (!(step.forward_in_place && o == 0)) {
-          for (uint32_t i = 0; i < step.input_count && !shared; ++i) {
-            shared = inputs[i] != nullptr && inputs[i]->SharesStorageWith(out);
-          }
+      if (step.aliases_input) {
+        // Nothing created: a forwarded value keeps its charge under its new slot; otherwise the
+        // output shares the input's storage and is not charged (bytes[] stays 0).
+        bytes[static_cast<size_t>(step.first_output)] = forwarded_bytes;
+      } else {
+        // Budget: charge what the step created. An output that is one of its inputs
+        // (SequenceAt's stored tensor) adds nothing; a forwarded value's old size is replaced.
+        Release(forwarded_bytes);
+        if (!ChargeOutputs(step, inputs.data(), outputs, bytes.data())) [[unlikely]] {
+          failure = OverBudgetStatus().WithContext(plan.steps[s].label);
+          break;
         }
-        if (shared) continue;  // bytes[] stays 0
-        const uint64_t b = ValueBytes(out);
-        bytes[static_cast<size_t>(step.first_output + o)] = b;
-        over_budget |= !AddLive(b);
-      }
-      if (over_budget) [[unlikely]] {
-        failure = OverBudgetStatus().WithContext(plan.steps[s].label);
-        break;
       }
       // Liveness: values this step read for the last time.
       for (uint32_t r = 0; r < step.release_count; ++r) {
@@ -248,6 +240,28 @@ class RunState final : public RunContext {
   }
 
  private:
+  // Charges the outputs of `step` that are not one of its inputs into bytes[]; false when the run
+  // is now over its budget.
+  bool ChargeOutputs(const FlatStep& step, const Value* const* inputs, const Value* outputs,
+                     uint64_t* bytes) {
+    bool over_budget = false;
+    for (int32_t o = 0; o < step.output_count; ++o) {
+        const Value& out = outputs[o];
+        if (out.is_null()) continue;
+        bool shared = false;
+        if (!(step.forward_in_place && o == 0)) {
+          for (uint32_t i = 0; i < step.input_count && !shared; ++i) {
+            shared = inputs[i] != nullptr && inputs[i]->SharesStorageWith(out);
+          }
+        }
+        if (shared) continue;  // bytes[] stays 0
+        const uint64_t b = ValueBytes(out);
+        bytes[static_cast<size_t>(step.first_output + o)] = b;
+        over_budget |= !AddLive(b);
+      }
+    return !over_budget;
+  }
+
   const Executor& executor_;
 };
 

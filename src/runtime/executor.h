@@ -54,6 +54,10 @@ struct FlatStep {
   // extend it in place (reuses_input0: SequenceInsert). The run moves that value into the output
   // slot and hands the kernel the slot as its input too.
   bool forward_in_place;
+  // The step's outputs are its input (output_is_input: an Identity kept because
+  // eliminate_identity is off), so it creates no bytes: the run skips its budget accounting and
+  // only moves a forwarded value's byte count to the output slot.
+  bool aliases_input;
 };
 
 struct FlatPlan {
@@ -68,6 +72,10 @@ struct FlatPlan {
   // Subgraphs without steps (bodies of erased Identity nodes only): per output, the feed position
   // it returns (-1: a constant), so a run maps feeds to outputs without building a frame.
   bool passthrough = false;
+  // Subgraphs: how many values a run takes (formal inputs + captures) and gives, precomputed so
+  // a loop's per-iteration check is two compares.
+  size_t feed_count = 0;
+  size_t output_count = 0;
   HotVector<int32_t> output_feed;
 };
 
