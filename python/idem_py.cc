@@ -421,11 +421,25 @@ class PySession {
     std::optional<idem::Result<idem::Session>> created;
     if (py::isinstance<py::bytes>(source) || py::isinstance<py::bytearray>(source) ||
         py::isinstance<py::memoryview>(source)) {
+      // Tensors' raw_data stays in the model's bytes, so the session borrows an immutable
+      // `bytes` object (bytearray and memoryview contents may change: copied into one first)
+      // and every value keeps a reference to it.
+      if (!py::isinstance<py::bytes>(source)) {
+        source = py::module_::import("builtins").attr("bytes")(source);
+      }
       py::buffer_info info = py::reinterpret_borrow<py::buffer>(source).request();
-      auto bytes = std::span<const std::byte>(static_cast<const std::byte*>(info.ptr),
-                                              static_cast<size_t>(info.size * info.itemsize));
+      auto* held = new py::object(source);
+      std::shared_ptr<const void> owner(held, [](const py::object* o) {
+        // The last value may die on a thread without the GIL, or after the interpreter is gone.
+        if (Py_IsInitialized()) {
+          py::gil_scoped_acquire acquire;
+          delete o;
+        }
+      });
+      const idem::Buffer bytes = idem::Buffer::Shared(
+          std::move(owner), info.ptr, static_cast<size_t>(info.size * info.itemsize));
       py::gil_scoped_release release;
-      created.emplace(idem::Session::CreateFromBytes(bytes, base_dir, options));
+      created.emplace(idem::Session::CreateFromBuffer(bytes, base_dir, options));
     } else {
       std::string path = py::str(py::module_::import("os").attr("fspath")(source));
       py::gil_scoped_release release;

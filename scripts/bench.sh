@@ -44,6 +44,20 @@ trap 'rm -rf "$tmp"' EXIT
 rss_kib=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.txt")
 echo "peak RSS (/usr/bin/time -v): ${rss_kib} KiB"
 
+peak_kib() {  # peak RSS of one command, in KiB
+  /usr/bin/time -v "$@" >/dev/null 2>"$tmp/time.txt"
+  awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.txt"
+}
+echo "== peak RSS: load + run the inline 256 MiB model (raw_data in the .onnx)"
+"$BENCH" --make_inline_model "$tmp/inline_256MiB.onnx"
+inline_kib=$(peak_kib "$BENCH" --rss_check "$tmp/inline_256MiB.onnx")
+echo "peak RSS: ${inline_kib} KiB"
+echo "== peak RSS: load the 1,000,000-node chain"
+"$BENCH" --make_chain_model "$tmp/chain_1M.onnx"
+chain_kib=$(peak_kib "$BENCH" --load_only "$tmp/chain_1M.onnx")
+chain_bytes=$(stat -c %s "$tmp/chain_1M.onnx")
+echo "peak RSS: ${chain_kib} KiB for a file of ${chain_bytes} bytes"
+
 # Optional side-by-side column: ONNX Runtime through its Node.js package, installed OUTSIDE the
 # repository, e.g. mkdir -p /tmp/ort && (cd /tmp/ort && npm install --ignore-scripts onnxruntime-node)
 # then ORT_NODE_MODULES=/tmp/ort/node_modules bash scripts/bench.sh
@@ -57,5 +71,6 @@ if [ -n "${ORT_NODE_MODULES:-}" ]; then
 fi
 
 echo "== summary (medians of $REPS repetitions, real time)"
-python3 bench/summarize.py "$OUT/latest.json" --rss-kib "$rss_kib" "${ort_args[@]}" |
+python3 bench/summarize.py "$OUT/latest.json" --rss-kib "$rss_kib" --inline-rss-kib "$inline_kib" \
+  --chain-rss-kib "$chain_kib" --chain-bytes "$chain_bytes" "${ort_args[@]}" |
   tee "$OUT/latest.md"

@@ -164,7 +164,8 @@ struct SessionFactory {
 };
 
 Result<Session> Session::Create(const std::string& path, const SessionOptions& options) {
-  return Finish(LoadGraphFromFile(path, options.limits, ExternalDataOptions::From(options)), options, &SessionFactory::Make);
+  return Finish(LoadGraphFromFile(path, options.limits, ExternalDataOptions::From(options)),
+                options, &SessionFactory::Make);
 }
 
 Result<Session> Session::CreateFromBytes(std::span<const std::byte> bytes,
@@ -172,6 +173,12 @@ Result<Session> Session::CreateFromBytes(std::span<const std::byte> bytes,
                                          const SessionOptions& options) {
   return Finish(LoadGraphFromBytes(bytes, base_dir, options.limits,
                                    ExternalDataOptions::From(options)), options,
+                &SessionFactory::Make);
+}
+
+Result<Session> Session::CreateFromBuffer(const Buffer& bytes, const std::string& base_dir,
+                                          const SessionOptions& options) {
+  return Finish(LoadGraphFromBuffer(bytes, base_dir, options.limits), options,
                 &SessionFactory::Make);
 }
 
