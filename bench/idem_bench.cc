@@ -39,7 +39,8 @@
 //                                          measure with /usr/bin/time -v (peak RSS < 64 MiB).
 //   idem_bench --make_inline_model FILE    write the inline 256 MiB model to FILE.
 //   idem_bench --make_chain_model FILE     write the 1,000,000-node chain to FILE.
-//   idem_bench --load_only FILE            Session::Create only (for peak RSS).
+//   idem_bench --load_only FILE            Session::Create only (for peak RSS); with
+//                                          IDEM_BENCH_GRAPH_ONLY=1 the loader alone.
 //   idem_bench --write_models DIR          the cases' models as DIR/<case>.onnx (for ONNX Runtime).
 //   idem_bench --loop=<case>:<n>   run <case> (tiny, chain100_noelim, seed_example) n times and
 //                                  exit; for callgrind/perf profiles of the Run hot path.

@@ -328,11 +328,15 @@ class Walker {
                            : kind == Kind::kSparseTensor ? 3
                            : kind == Kind::kShape        ? 1
                                                          : 0;
+    // Fields copied verbatim are copied in one piece when something else must be emitted (or at
+    // the end): [copy_from, here) is pending.
+    uint64_t copy_from = Pos();
     while (true) {
       EnsureWindow();
       const uint64_t field_start = Pos();
       if (field_start >= end) {
         if (field_start > end) return Malformed(end, "a field runs past its message's end");
+        if (emit_) Append(copy_from, end);
         return {};
       }
       const uint32_t tag = stream_->ReadTagNoLastTag();
@@ -359,7 +363,6 @@ class Walker {
         if (!WireFormatLite::SkipField(&*stream_, tag) || Pos() > end) {
           return Malformed(field_start, "truncated or malformed field");
         }
-        if (emit_) Append(field_start, Pos());
         continue;
       }
       uint64_t length = 0;
@@ -387,6 +390,8 @@ class Walker {
           if (emit_ && main_graph && role.child == Kind::kNode) {
             // A node of the main graph: its compact bytes go to node_bytes, to be parsed and
             // converted one at a time (never all nodes as protobuf objects at once).
+            if (emit_) Append(copy_from, field_start);
+            copy_from = content_end;
             std::string* saved = sink_;
             sink_ = &node_bytes;
             const uint64_t at = node_bytes.size();
@@ -398,17 +403,20 @@ class Walker {
           }
           size_t length_at = 0;
           if (emit_) {
-            Append(field_start, tag_end);  // the tag as read; the length is re-encoded
+            Append(copy_from, tag_end);  // the tag as read; the length is re-encoded
             length_at = sink_->size();
           }
           IDEM_RETURN_IF_ERROR(WalkMessage(role.child, content_end, depth + 1, child_graph_depth,
                                            child_is_main));
           if (emit_) FinishLength(length_at);
+          copy_from = content_end;
           break;
         }
         case Role::kRawData: {
           counts.raw_bytes = SaturatingAdd(counts.raw_bytes, length);
           if (emit_) {
+            Append(copy_from, field_start);
+            copy_from = content_end;
             uint8_t buffer[16];
             uint8_t* p = CodedOutputStream::WriteVarint32ToArray(
                 WireFormatLite::MakeTag(kRawRefField, WireFormatLite::WIRETYPE_VARINT), buffer);
@@ -424,20 +432,18 @@ class Walker {
         case Role::kPackedVarint:
           IDEM_RETURN_IF_ERROR(Charge(SaturatingMul(length, kPackedVarintByteCost)));
           SkipTo(content_end);
-          if (emit_) Append(field_start, content_end);
           break;
         case Role::kOther:
           IDEM_RETURN_IF_ERROR(
               Charge(SaturatingAdd(kStringCost, SaturatingMul(length, kBytesCost))));
           SkipTo(content_end);
-          if (emit_) Append(field_start, content_end);
           break;
       }
     }
   }
 
   void Append(uint64_t from, uint64_t to) {
-    sink_->append(reinterpret_cast<const char*>(base_ + from), static_cast<size_t>(to - from));
+    if (to > from) sink_->append(reinterpret_cast<const char*>(base_ + from), static_cast<size_t>(to - from));
   }
 
   // The bytes after `at` are a message's content; insert its length varint at `at`.
