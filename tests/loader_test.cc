@@ -429,6 +429,41 @@ TEST(WireWalkerTest, AgreesWithProtobufOnMutatedModels) {
   EXPECT_GT(refused, 1000);
 }
 
+// Non-minimal varints for a main-graph node's tag and length (the walker drops or re-encodes
+// them): accepted or refused exactly as protobuf does.
+TEST(WireWalkerTest, OverlongTagsAndLengthsAgreeWithProtobuf) {
+  onnx::ModelProto m = testing::IdentityChain(TensorTypeProto(ElementType::kFloat, {2}), 13, 1);
+  const std::string node = m.graph().node(0).SerializeAsString();
+  m.mutable_graph()->clear_node();
+  const std::string rest = m.graph().SerializeAsString();
+  auto padded = [](uint64_t v, int bytes) {
+    std::string s;
+    for (int i = 0; i < bytes; ++i) {
+      const uint8_t b = static_cast<uint8_t>(v & 0x7f);
+      v >>= 7;
+      s += static_cast<char>(i + 1 < bytes ? (b | 0x80) : b);
+    }
+    return s;
+  };
+  onnx::ModelProto head = EmptyModel(13, 8);
+  for (int tag_bytes : {1, 2, 5, 6}) {
+    for (int length_bytes : {1, 3, 5, 6, 10}) {
+      const std::string graph = padded(1 << 3 | 2, tag_bytes) +
+                                padded(node.size(), length_bytes) + node + rest;
+      const std::string bytes =
+          head.SerializeAsString() + "\x3a" + padded(graph.size(), 2) + graph;
+      onnx::ModelProto reference;
+      const bool parses = reference.ParseFromString(bytes);
+      auto r = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
+      const bool parse_failed =
+          !r.ok() && r.status().message().find("protobuf parsing failed") != std::string::npos;
+      EXPECT_EQ(parses, !parse_failed)
+          << "tag " << tag_bytes << " bytes, length " << length_bytes
+          << " bytes: " << (r.ok() ? "ok" : r.status().message());
+    }
+  }
+}
+
 // A model over 2 GiB, created sparsely (a hole of zeros costs no disk): one uint8 initializer of
 // 2.5 GiB in raw_data, returned by Identity. Only the header pages are ever touched.
 TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {

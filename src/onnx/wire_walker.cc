@@ -342,6 +342,12 @@ class Walker {
       const uint32_t tag = stream_->ReadTagNoLastTag();
       const uint64_t tag_end = Pos();
       if (tag == 0 || tag_end > end) return Malformed(field_start, "bad tag");
+      // Protobuf's parser reads a tag in at most 5 bytes and refuses bits beyond 32; the walker
+      // drops some tags (main-graph nodes, raw_data), so it must refuse what protobuf would.
+      if (tag_end - field_start > 5 ||
+          (tag_end - field_start == 5 && base_[field_start + 4] > 0x0F)) {
+        return Malformed(field_start, "overlong tag");
+      }
       const int number = WireFormatLite::GetTagFieldNumber(tag);
       const auto wire = WireFormatLite::GetTagWireType(tag);
       if (number == 0) return Malformed(field_start, "field number 0");
@@ -370,6 +376,10 @@ class Walker {
         return Malformed(field_start, "bad length");
       }
       const uint64_t content = Pos();
+      // Likewise a length (which the walker re-encodes): protobuf reads at most 5 bytes.
+      if (content - tag_end > 5 && length <= static_cast<uint64_t>(INT32_MAX)) {
+        return Malformed(field_start, "overlong length");
+      }
       if (length > end - content) return Malformed(field_start, "length runs past the end");
       const uint64_t content_end = content + length;
       const FieldRole role = RoleOf(kind, number);
