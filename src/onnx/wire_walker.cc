@@ -342,12 +342,10 @@ class Walker {
       const uint32_t tag = stream_->ReadTagNoLastTag();
       const uint64_t tag_end = Pos();
       if (tag == 0 || tag_end > end) return Malformed(field_start, "bad tag");
-      // Protobuf's parser reads a tag in at most 5 bytes and refuses bits beyond 32; the walker
-      // drops some tags (main-graph nodes, raw_data), so it must refuse what protobuf would.
-      if (tag_end - field_start > 5 ||
-          (tag_end - field_start == 5 && base_[field_start + 4] > 0x0F)) {
-        return Malformed(field_start, "overlong tag");
-      }
+      // Protobuf's parser reads a tag in at most 5 bytes (bits beyond 32 are dropped, as here);
+      // the walker drops some tags (main-graph nodes, raw_data), so it must refuse what protobuf
+      // would.
+      if (tag_end - field_start > 5) return Malformed(field_start, "overlong tag");
       const int number = WireFormatLite::GetTagFieldNumber(tag);
       const auto wire = WireFormatLite::GetTagWireType(tag);
       if (number == 0) return Malformed(field_start, "field number 0");
