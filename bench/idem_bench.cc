@@ -15,6 +15,14 @@
 //   external_256MiB_load  Session::Create + first Run, 256 MiB external initializer
 //                                                                       <= 0.05x memcpy_256MiB
 //   external_256MiB_run   Run of that session                           <= 2x tiny
+//   inline_256MiB_load    Session::Create + first Run, 256 MiB initializer inline (raw_data)
+//                                                                       <= 0.05x memcpy_256MiB
+//   inline_2_5GiB_load    the same with a 2.5 GiB inline initializer (sparse file) (reported)
+//   load_1M_node_chain    the loader on a 1,000,000-node Identity chain (file -> GraphDef: map,
+//                         wire walk, protobuf parse of the rest, conversion)
+//                                                 <= 1.5x protobuf_parse_1M_node_chain
+//   protobuf_parse_1M_node_chain  ModelProto::ParseFromArray of the same bytes (reference)
+//   create_1M_node_chain  Session::Create of that chain (loader + planner) (informative)
 //   memcpy_256MiB         plain memcpy of 256 MiB (physical reference)
 //   copy_out_256MiB       Session::RunInto a caller buffer              >= 0.9x memcpy bandwidth
 //   tiny_throughput/threads:1|2  runs/s of one shared Session           2 threads >= 1.6x
@@ -29,6 +37,10 @@
 //   idem_bench --make_external_model DIR   write DIR/model.onnx + DIR/weights.bin (256 MiB).
 //   idem_bench --rss_check DIR/model.onnx  load that model and run it without reading the output;
 //                                          measure with /usr/bin/time -v (peak RSS < 64 MiB).
+//   idem_bench --make_inline_model FILE    write the inline 256 MiB model to FILE.
+//   idem_bench --make_chain_model FILE     write the 1,000,000-node chain to FILE.
+//   idem_bench --load_only FILE            Session::Create only (for peak RSS); with
+//                                          IDEM_BENCH_GRAPH_ONLY=1 the loader alone.
 //   idem_bench --write_models DIR          the cases' models as DIR/<case>.onnx (for ONNX Runtime).
 //   idem_bench --loop=<case>:<n>   run <case> (tiny, chain100_noelim, seed_example,
 //                                  loop_carried) n times and
@@ -52,6 +64,7 @@
 
 #include "idem/idem.h"
 #include "idem/session_proto.h"
+#include "src/onnx/model_loader.h"
 #include "tests/test_models.h"
 
 namespace {
@@ -263,6 +276,101 @@ ExternalModel& External() {
   return model;
 }
 
+std::string Varint(uint64_t v) {
+  std::string s;
+  for (;; v >>= 7) {
+    if (v < 0x80) {
+      s += static_cast<char>(v);
+      return s;
+    }
+    s += static_cast<char>((v & 0x7f) | 0x80);
+  }
+}
+
+// Writes y = Identity(w) with w's `bytes` inline as raw_data, without building the payload in
+// memory: the message's head, then the payload (float i at element i, written in 1 MiB chunks, or
+// a hole of zeros when `sparse`, which costs no disk), then the rest of the graph.
+void WriteInlineModel(const std::string& path, uint64_t bytes, bool sparse) {
+  const ElementType type = sparse ? ElementType::kUint8 : ElementType::kFloat;
+  const int64_t count = static_cast<int64_t>(sparse ? bytes : bytes / sizeof(float));
+  onnx::TensorProto head;
+  head.set_name("w");
+  head.set_data_type(static_cast<int32_t>(type));
+  head.add_dims(count);
+  const std::string tensor_head = head.SerializeAsString() + "\x4a" + Varint(bytes);
+  onnx::GraphProto rest;
+  rest.set_name("inline");
+  models::AddNode(&rest, "Identity", {"w"}, {"y"}, "id0");
+  models::AddValueInfo(rest.mutable_output(), "y", models::TensorTypeProto(type, {count}));
+  const std::string rest_bytes = rest.SerializeAsString();
+  const std::string graph_head =
+      "\x2a" + Varint(tensor_head.size() + bytes) + tensor_head;
+  const std::string model_head = models::EmptyModel(kOpset, 10).SerializeAsString() + "\x3a" +
+                                 Varint(graph_head.size() + bytes + rest_bytes.size()) +
+                                 graph_head;
+  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) Die("cannot create " + path);
+  auto write_at = [&](const void* data, size_t size, uint64_t offset) {
+    if (pwrite(fd, data, size, static_cast<off_t>(offset)) != static_cast<ssize_t>(size)) {
+      Die("cannot write " + path);
+    }
+  };
+  write_at(model_head.data(), model_head.size(), 0);
+  if (!sparse) {
+    std::vector<float> chunk(kMiB / sizeof(float));
+    for (uint64_t c = 0; c < bytes / kMiB; ++c) {
+      for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<float>(c * chunk.size() + i);
+      write_at(chunk.data(), kMiB, model_head.size() + c * kMiB);
+    }
+  }
+  write_at(rest_bytes.data(), rest_bytes.size(), model_head.size() + bytes);
+  close(fd);
+}
+
+// A model file in the temp folder, removed at exit.
+class TempModel {
+ public:
+  template <typename Writer>
+  TempModel(const std::string& name, Writer write)
+      : path_((std::filesystem::temp_directory_path() /
+               (name + "_" + std::to_string(getpid()) + ".onnx"))
+                  .string()) {
+    write(path_);
+  }
+  ~TempModel() { unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TempModel& Inline256() {
+  static TempModel model("idem_bench_inline_256MiB",
+                         [](const std::string& p) { WriteInlineModel(p, kBig, false); });
+  return model;
+}
+
+TempModel& Inline2_5G() {
+  static TempModel model("idem_bench_inline_2_5GiB", [](const std::string& p) {
+    WriteInlineModel(p, uint64_t{5} << 29, true);
+  });
+  return model;
+}
+
+constexpr int kChainNodes = 1000000;
+
+void WriteChainModel(const std::string& path) {
+  onnx::ModelProto m = models::IdentityChain(
+      models::TensorTypeProto(ElementType::kFloat, {5}), kOpset, kChainNodes);
+  std::ofstream out(path, std::ios::binary);
+  if (!m.SerializeToOstream(&out)) Die("cannot write " + path);
+}
+
+TempModel& Chain1M() {
+  static TempModel model("idem_bench_chain_1M", WriteChainModel);
+  return model;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Shared fixtures (built once; Sessions are immutable and shared by all threads).
 
@@ -462,6 +570,72 @@ void BM_external_256MiB_run(benchmark::State& state) {
   RunLoop(state, c);
 }
 
+void CreateAndRun(benchmark::State& state, const std::string& path, uint64_t expect_bytes) {
+  for (auto _ : state) {
+    auto session = Session::Create(path);
+    if (!session.ok()) {
+      state.SkipWithError(session.status().ToString().c_str());
+      break;
+    }
+    auto out = session->Run({});
+    if (!out.ok() || (*out)[0].tensor().data().size() != expect_bytes) {
+      state.SkipWithError(out.ok() ? "wrong output size" : out.status().ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(out);
+  }
+}
+
+void BM_inline_256MiB_load(benchmark::State& state) {
+  CreateAndRun(state, Inline256().path(), kBig);
+}
+
+void BM_inline_2_5GiB_load(benchmark::State& state) {
+  CreateAndRun(state, Inline2_5G().path(), uint64_t{5} << 29);
+}
+
+std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void BM_load_1M_node_chain(benchmark::State& state) {
+  const std::string& path = Chain1M().path();
+  for (auto _ : state) {
+    auto graph = idem::LoadGraphFromFile(path, idem::Limits{});
+    if (!graph.ok() || graph->nodes.size() != kChainNodes) {
+      state.SkipWithError(graph.ok() ? "wrong node count" : graph.status().ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(graph);
+  }
+}
+
+void BM_protobuf_parse_1M_node_chain(benchmark::State& state) {
+  const std::string bytes = ReadWhole(Chain1M().path());
+  for (auto _ : state) {
+    onnx::ModelProto m;
+    if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+        m.graph().node_size() != kChainNodes) {
+      state.SkipWithError("protobuf parse failed");
+      break;
+    }
+    benchmark::DoNotOptimize(m);
+  }
+}
+
+void BM_create_1M_node_chain(benchmark::State& state) {
+  const std::string& path = Chain1M().path();
+  for (auto _ : state) {
+    auto session = Session::Create(path);
+    if (!session.ok()) {
+      state.SkipWithError(session.status().ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(session);
+  }
+}
+
 void BM_memcpy_256MiB(benchmark::State& state) {
   BigBuffers& b = Big();
   for (auto _ : state) {
@@ -604,6 +778,20 @@ BENCHMARK(BM_chain100_noelim)->Name("chain100_noelim");
 BENCHMARK(BM_seed_example)->Name("seed_example");
 BENCHMARK(BM_external_256MiB_load)->Name("external_256MiB_load")->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_external_256MiB_run)->Name("external_256MiB_run");
+BENCHMARK(BM_inline_256MiB_load)->Name("inline_256MiB_load")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_inline_2_5GiB_load)->Name("inline_2_5GiB_load")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_load_1M_node_chain)
+    ->Name("load_1M_node_chain")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK(BM_protobuf_parse_1M_node_chain)
+    ->Name("protobuf_parse_1M_node_chain")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+BENCHMARK(BM_create_1M_node_chain)
+    ->Name("create_1M_node_chain")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 BENCHMARK(BM_memcpy_256MiB)->Name("memcpy_256MiB")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_copy_out_256MiB)->Name("copy_out_256MiB")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_optimize_100k_chain)->Name("optimize_100k_chain")->Unit(benchmark::kMillisecond);
@@ -645,6 +833,7 @@ int WriteModels(const std::string& dir) {
   write("seed_example", SeedExampleModel());
   ExternalModel external(dir + "/external_256MiB");
   external.Keep();
+  WriteInlineModel(dir + "/inline_256MiB.onnx", kBig, false);
   return 0;
 }
 
@@ -662,6 +851,22 @@ int RssCheck(const std::string& path) {
   std::ifstream status("/proc/self/status");
   for (std::string line; std::getline(status, line);) {
     if (line.rfind("VmHWM:", 0) == 0) std::printf("rss_check: %s\n", line.c_str());
+  }
+  return 0;
+}
+
+// --load_only MODEL: Session::Create only (models without feeds need not run), for peak RSS.
+int LoadOnly(const std::string& path) {
+  if (std::getenv("IDEM_BENCH_GRAPH_ONLY") != nullptr) {  // the loader alone (file -> GraphDef)
+    auto graph = idem::LoadGraphFromFile(path, idem::Limits{});
+    if (!graph.ok()) Die(graph.status().ToString());
+  } else {
+    auto session = Session::Create(path);
+    if (!session.ok()) Die(session.status().ToString());
+  }
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) std::printf("load_only: %s\n", line.c_str());
   }
   return 0;
 }
@@ -707,6 +912,15 @@ int main(int argc, char** argv) {
     if (arg == "--make_external_model" && i + 1 < argc) return MakeExternalModel(argv[i + 1]);
     if (arg == "--rss_check" && i + 1 < argc) return RssCheck(argv[i + 1]);
     if (arg == "--write_models" && i + 1 < argc) return WriteModels(argv[i + 1]);
+    if (arg == "--make_inline_model" && i + 1 < argc) {
+      WriteInlineModel(argv[i + 1], kBig, false);
+      return 0;
+    }
+    if (arg == "--make_chain_model" && i + 1 < argc) {
+      WriteChainModel(argv[i + 1]);
+      return 0;
+    }
+    if (arg == "--load_only" && i + 1 < argc) return LoadOnly(argv[i + 1]);
     if (arg.rfind("--loop=", 0) == 0) return Loop(arg.substr(7));
     if (arg == "--single_threaded_refcounts") {
       single_threaded = true;

@@ -8,6 +8,7 @@ process. Exit status 0 when every target holds, 1 otherwise.
 """
 import argparse
 import json
+import re
 import sys
 
 
@@ -18,7 +19,8 @@ def load_medians(path):
     for b in data["benchmarks"]:
         if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
             continue
-        name = b.get("run_name", b["name"])
+        # Cases with a fixed iteration count carry "/iterations:N" in their names.
+        name = re.sub(r"/iterations:\d+$", "", b.get("run_name", b["name"]))
         if b.get("error_occurred"):
             medians[name] = {"error": b.get("error_message", "error")}
             continue
@@ -44,6 +46,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("json")
     ap.add_argument("--rss-kib", type=int)
+    ap.add_argument("--inline-rss-kib", type=int)
+    ap.add_argument("--chain-rss-kib", type=int)
+    ap.add_argument("--create-rss-kib", type=int)
+    ap.add_argument("--chain-bytes", type=int)
     ap.add_argument("--ort", help="optional JSON {case: ns} from bench/ort/ort_bench.js")
     ap.add_argument("--python", help="optional JSON {case: ns} from bench/python_bench.py")
     args = ap.parse_args()
@@ -111,6 +117,26 @@ def main():
     r = load / memcpy if load and memcpy else None
     row("external_256MiB_load", load, f"{r:.4f}x memcpy" if r is not None else "",
         "<= 0.05x memcpy_256MiB", r is not None and r <= 0.05)
+    load = ns("inline_256MiB_load")
+    r = load / memcpy if load and memcpy else None
+    row("inline_256MiB_load", load, f"{r:.4f}x memcpy" if r is not None else "",
+        "<= 0.05x memcpy_256MiB", r is not None and r <= 0.05, "raw_data in the .onnx, mapped")
+    load = ns("inline_2_5GiB_load")
+    r = load / memcpy if load and memcpy else None
+    row("inline_2_5GiB_load", load, f"{r:.4f}x memcpy" if r is not None else "", "(reported)",
+        None, "one file over 2 GiB")
+    parse = ns("protobuf_parse_1M_node_chain")
+    chain = ns("load_1M_node_chain")
+    r = chain / parse if chain and parse else None
+    row("load_1M_node_chain", chain, f"{r:.2f}x protobuf parse" if r is not None else "",
+        "<= 1.5x protobuf_parse", r is not None and r <= 1.5,
+        "file -> GraphDef: map, wire walk, parse, convert")
+    row("protobuf_parse_1M_node_chain", parse, "", "(reference)", None,
+        "ModelProto::ParseFromArray, bytes in memory")
+    create = ns("create_1M_node_chain")
+    r = create / parse if create and parse else None
+    row("create_1M_node_chain", create, f"{r:.2f}x protobuf parse" if r is not None else "",
+        "(informative)", None, "loader + planner")
     row("memcpy_256MiB", memcpy, f"{big / memcpy:.2f} GB/s" if memcpy else "", "(reference)",
         None, "src/dst page-aligned, same offset")
     copy = ns("copy_out_256MiB")
@@ -138,6 +164,26 @@ def main():
         failures += 0 if ok else 1
         rows.append(("rss: load + run external_256MiB", f"{mib:.1f} MiB peak RSS", "",
                      "< 64 MiB", "yes" if ok else "**NO**", "", "/usr/bin/time -v"))
+
+    if args.inline_rss_kib is not None:
+        mib = args.inline_rss_kib / 1024
+        ok = mib < 64
+        failures += 0 if ok else 1
+        rows.append(("rss: load + run inline_256MiB", f"{mib:.1f} MiB peak RSS", "",
+                     "< 64 MiB", "yes" if ok else "**NO**", "", "/usr/bin/time -v"))
+    if args.chain_rss_kib is not None and args.chain_bytes:
+        ratio = args.chain_rss_kib * 1024 / args.chain_bytes
+        ok = ratio < 10
+        failures += 0 if ok else 1
+        rows.append(("rss: load 1M_node_chain", f"{args.chain_rss_kib / 1024:.1f} MiB peak RSS",
+                     f"{ratio:.1f}x the file ({args.chain_bytes / 2**20:.1f} MiB)",
+                     "< 10x file size", "yes" if ok else "**NO**", "",
+                     "/usr/bin/time -v, the loader (file -> GraphDef)"))
+    if args.create_rss_kib is not None and args.chain_bytes:
+        ratio = args.create_rss_kib * 1024 / args.chain_bytes
+        rows.append(("rss: create 1M_node_chain", f"{args.create_rss_kib / 1024:.1f} MiB peak RSS",
+                     f"{ratio:.1f}x the file", "(informative)", "", "",
+                     "/usr/bin/time -v, Session::Create (loader + planner)"))
 
     header = ["case", "median", "ratio", "target", "met"]
     if ort:

@@ -13,7 +13,12 @@
 #include <string>
 #include <vector>
 
+#include <onnx/onnx_pb.h>
+
+#include <limits>
+
 #include "idem/idem.h"
+#include "src/onnx/model_loader.h"
 #include "src/onnx/proto_convert.h"
 #include "tools/backend_test.h"
 
@@ -338,9 +343,67 @@ void CheckOptimize(const uint8_t* data, size_t size, const Session* original) {
   }
 }
 
+bool SameTensor(const Value& a, const Value& b) {
+  if (!a.is_tensor() || !b.is_tensor()) return a.kind() == b.kind();
+  return !DescribeDifference(a, b).has_value();
+}
+
+// The wire walker (in-place loading) must agree with a plain protobuf parse of the same bytes:
+// it refuses everything protobuf refuses, never reports a parse failure for bytes protobuf
+// accepts, and when both load, the graphs are the same (initializer bytes included).
+void CheckLoaderAgreesWithProtobuf(const uint8_t* data, size_t size) {
+  onnx::ModelProto reference;
+  const bool parses = size <= static_cast<size_t>(std::numeric_limits<int>::max()) &&
+                      reference.ParseFromArray(data, static_cast<int>(size));
+  auto graph = LoadGraphFromBytes(AsBytes(data, size), "", Limits{});
+  if (!parses) {
+    if (graph.ok()) Die("the in-place loader accepts bytes protobuf refuses");
+    return;
+  }
+  if (!graph.ok()) {
+    if (graph.status().message().find("protobuf parsing failed") != std::string::npos) {
+      Die("the wire walker refuses bytes protobuf accepts: " + graph.status().message());
+    }
+    return;
+  }
+  auto expected = LoadGraphFromProto(reference, "", Limits{});
+  if (!expected.ok()) {
+    Die("the in-place loader accepts a model its protobuf parse refuses: " +
+        expected.status().message());
+  }
+  const GraphDef& g = graph.value();
+  const GraphDef& e = expected.value();
+  if (g.nodes.size() != e.nodes.size() || g.initializers.size() != e.initializers.size() ||
+      g.inputs.size() != e.inputs.size() || g.outputs.size() != e.outputs.size() ||
+      g.opsets != e.opsets || g.ir_version != e.ir_version) {
+    Die("the in-place loader and protobuf's parse give different graphs");
+  }
+  for (size_t i = 0; i < g.initializers.size(); ++i) {
+    if (g.initializers[i].name != e.initializers[i].name ||
+        !SameTensor(g.initializers[i].value, e.initializers[i].value)) {
+      Die("initializer " + std::to_string(i) + " differs from protobuf's parse");
+    }
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const NodeDef& a = g.nodes[n];
+    const NodeDef& b = e.nodes[n];
+    if (a.op_type != b.op_type || a.inputs != b.inputs || a.outputs != b.outputs ||
+        a.attributes.size() != b.attributes.size()) {
+      Die("node " + std::to_string(n) + " differs from protobuf's parse");
+    }
+    for (size_t k = 0; k < a.attributes.size(); ++k) {
+      if (a.attributes[k].kind == Attribute::Kind::kTensor &&
+          !SameTensor(a.attributes[k].tensor, b.attributes[k].tensor)) {
+        Die("a tensor attribute of node " + std::to_string(n) + " differs from protobuf's parse");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void FuzzModel(const uint8_t* data, size_t size) {
+  CheckLoaderAgreesWithProtobuf(data, size);
   SessionOptions options;
   auto session = Session::CreateFromBytes(AsBytes(data, size), "", options);
   SessionOptions no_elimination;

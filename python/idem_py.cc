@@ -646,24 +646,26 @@ class PySession {
     std::optional<idem::Result<idem::Session>> created;
     if (py::isinstance<py::bytes>(source) || py::isinstance<py::bytearray>(source) ||
         py::isinstance<py::memoryview>(source)) {
-      // PyBUF_SIMPLE asks for one C-contiguous block of `len` bytes: an exporter that cannot give
-      // that (a strided or reversed memoryview) refuses, and the bytes are copied in logical order
-      // instead. Never read `itemsize * count` bytes from a pointer with strides.
-      Py_buffer view;
-      if (PyObject_GetBuffer(source.ptr(), &view, PyBUF_SIMPLE) != 0) {
-        PyErr_Clear();
-        source = source.attr("tobytes")();
-        if (PyObject_GetBuffer(source.ptr(), &view, PyBUF_SIMPLE) != 0) {
-          throw py::error_already_set();
-        }
+      // Tensors' raw_data stays in the model's bytes, so the session borrows an immutable
+      // `bytes` object and every value keeps a reference to it. bytearray and memoryview contents
+      // may change, so they are copied into one first; bytes() of a strided or reversed memoryview
+      // copies in logical order and never reads past the exporter's memory.
+      if (!py::isinstance<py::bytes>(source)) {
+        source = py::module_::import("builtins").attr("bytes")(source);
       }
-      // The view stays exported while the model is parsed, so a bytearray cannot be resized
-      // under the parser.
-      std::unique_ptr<Py_buffer, void (*)(Py_buffer*)> release_view(&view, PyBuffer_Release);
-      auto bytes = std::span<const std::byte>(static_cast<const std::byte*>(view.buf),
-                                              static_cast<size_t>(view.len));
+      py::buffer_info info = py::reinterpret_borrow<py::buffer>(source).request();
+      auto* held = new py::object(source);
+      std::shared_ptr<const void> owner(held, [](const py::object* o) {
+        // The last value may die on a thread without the GIL, or after the interpreter is gone.
+        if (Py_IsInitialized()) {
+          py::gil_scoped_acquire acquire;
+          delete o;
+        }
+      });
+      const idem::Buffer bytes = idem::Buffer::Shared(
+          std::move(owner), info.ptr, static_cast<size_t>(info.size * info.itemsize));
       py::gil_scoped_release release;
-      created.emplace(idem::Session::CreateFromBytes(bytes, base_dir, options));
+      created.emplace(idem::Session::CreateFromBuffer(bytes, base_dir, options));
     } else if (py::isinstance<py::str>(source) || py::hasattr(source, "__fspath__")) {
       py::object fspath = py::module_::import("os").attr("fsencode")(source);
       std::string path = std::string(py::reinterpret_borrow<py::bytes>(fspath));

@@ -46,6 +46,21 @@ trap 'rm -rf "$tmp"' EXIT
 rss_kib=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.txt")
 echo "peak RSS (/usr/bin/time -v): ${rss_kib} KiB"
 
+peak_kib() {  # peak RSS of one command, in KiB
+  /usr/bin/time -v "$@" >/dev/null 2>"$tmp/time.txt"
+  awk -F': ' '/Maximum resident set size/ {print $2}' "$tmp/time.txt"
+}
+echo "== peak RSS: load + run the inline 256 MiB model (raw_data in the .onnx)"
+"$BENCH" --make_inline_model "$tmp/inline_256MiB.onnx"
+inline_kib=$(peak_kib "$BENCH" --rss_check "$tmp/inline_256MiB.onnx")
+echo "peak RSS: ${inline_kib} KiB"
+echo "== peak RSS: load the 1,000,000-node chain (the loader alone, then Session::Create)"
+"$BENCH" --make_chain_model "$tmp/chain_1M.onnx"
+chain_kib=$(peak_kib env IDEM_BENCH_GRAPH_ONLY=1 "$BENCH" --load_only "$tmp/chain_1M.onnx")
+create_kib=$(peak_kib "$BENCH" --load_only "$tmp/chain_1M.onnx")
+chain_bytes=$(stat -c %s "$tmp/chain_1M.onnx")
+echo "peak RSS: loader ${chain_kib} KiB, Session::Create ${create_kib} KiB; file ${chain_bytes} bytes"
+
 # Optional side-by-side column: ONNX Runtime through its Node.js package, installed OUTSIDE the
 # repository, e.g. mkdir -p /tmp/ort && (cd /tmp/ort && npm install --ignore-scripts onnxruntime-node)
 # then ORT_NODE_MODULES=/tmp/ort/node_modules bash scripts/bench.sh
@@ -64,6 +79,7 @@ PYTHONPATH="$BUILD_DIR/python" /usr/bin/python3 bench/python_bench.py --reps "$R
 cat "$OUT/latest_python.json"
 
 echo "== summary (medians of $REPS repetitions, real time)"
-python3 bench/summarize.py "$OUT/latest.json" --rss-kib "$rss_kib" "${ort_args[@]}" \
-  --python "$OUT/latest_python.json" |
+python3 bench/summarize.py "$OUT/latest.json" --rss-kib "$rss_kib" --inline-rss-kib "$inline_kib" \
+  --chain-rss-kib "$chain_kib" --create-rss-kib "$create_kib" --chain-bytes "$chain_bytes" \
+  "${ort_args[@]}" --python "$OUT/latest_python.json" |
   tee "$OUT/latest.md"

@@ -146,7 +146,7 @@ static void test_options(const char* dir) {
   /* The limits reach the loader: kinds.onnx has 4 nodes. */
   MUST(idem_session_options_set_limit(options, IDEM_LIMIT_MAX_NODES, 3));
   EXPECT_ERROR(idem_session_create(data_path(dir, "capi/kinds.onnx"), options, &session),
-               IDEM_RESOURCE_EXHAUSTED, "4 nodes exceed max_nodes 3");
+               IDEM_RESOURCE_EXHAUSTED, "max_nodes 3");
   CHECK(session == NULL);
   MUST(idem_session_options_set_limit(options, IDEM_LIMIT_MAX_NODES, 4));
   MUST(idem_session_create(data_path(dir, "capi/kinds.onnx"), options, &session));

@@ -77,6 +77,14 @@ async function main() {
   const ext = await ort.InferenceSession.create(external, options('disabled'));
   out['external_256MiB_run'] = await time(() => ext.run({}));
   process.stderr.write(`external_256MiB_run: ${out['external_256MiB_run'].toFixed(0)} ns\n`);
+  // The same 256 MiB of weights inline (raw_data in the .onnx): Create + first Run.
+  const inline = path.join(dir, 'inline_256MiB.onnx');
+  out['inline_256MiB_load'] = await time(async () => {
+    const s = await ort.InferenceSession.create(inline, options('disabled'));
+    await s.run({});
+    await s.release();
+  });
+  process.stderr.write(`inline_256MiB_load: ${out['inline_256MiB_load'].toFixed(0)} ns\n`);
   // Pre-bound output (ORT's closest equivalent of RunInto).
   const big = await ort.InferenceSession.create(path.join(dir, 'f32_256MiB.onnx'), options('all'));
   const dst = new ort.Tensor('float32', new Float32Array(64 << 20), [64 << 20]);

@@ -39,13 +39,20 @@ struct OutputBuffer {
 // a line with memory some thread writes (which would make two threads slower than one).
 class IDEM_API alignas(64) Session {
  public:
-  // `path` names a .onnx file; external data is resolved inside its folder.
+  // `path` names a .onnx file; external data is resolved inside its folder. The file is mapped
+  // read-only and raw_data tensors point into the mapping (which they keep alive), so the file
+  // must stay unchanged while the session or any of its values exists. Files over 2 GiB work.
   static Result<Session> Create(const std::string& path, const SessionOptions& options = {});
   // `bytes` is a serialized ModelProto. External data resolves against `base_dir` (empty: external
-  // data is refused).
+  // data is refused). The bytes are borrowed, not copied: raw_data tensors point into them, so
+  // they must outlive the session and every value it returns, unchanged (use CreateFromBuffer to
+  // hand over an owner instead).
   static Result<Session> CreateFromBytes(std::span<const std::byte> bytes,
                                          const std::string& base_dir = "",
                                          const SessionOptions& options = {});
+  // As CreateFromBytes; raw_data tensors share `bytes`'s owner, which keeps them alive.
+  static Result<Session> CreateFromBuffer(const Buffer& bytes, const std::string& base_dir = "",
+                                          const SessionOptions& options = {});
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
   ~Session();

@@ -76,6 +76,10 @@ struct GraphDef {
   std::vector<ValueInfo> value_infos;
   std::vector<NamedValue> initializers;
   std::vector<NodeDef> nodes;
+  // raw_data payloads left where the model's bytes are (file mapping or caller's buffer), and
+  // those copied because they were not aligned for their element type.
+  uint64_t raw_bytes_in_place = 0;
+  uint64_t raw_bytes_copied = 0;
 };
 
 }  // namespace idem

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "idem/buffer.h"
 #include "idem/options.h"
 #include "idem/value.h"
 #include "idem/status.h"
@@ -29,9 +30,23 @@ inline constexpr int64_t kMaxDefaultOpset = 28;
 // Reads a whole file (bounded by limits.max_model_bytes). Errors name the file.
 Result<std::string> ReadFileBytes(const std::string& path, uint64_t max_bytes);
 
-// `external` says how external data is brought in (map or copy, hard links).
+// Maps a model file read-only (bounded by max_bytes), or with `copy` reads it into heap memory.
+// Errors name the file.
+Result<Buffer> MapModelFile(const std::string& path, uint64_t max_bytes, bool copy = false);
+
+// Models are loaded from their bytes in place: the wire walker (wire_walker.h) checks limits and
+// strips raw_data, protobuf parses the small rest, and every raw_data tensor (initializers and
+// Constant nodes' tensors) becomes a Buffer into `bytes` that shares its owner. Files of any size
+// are accepted (the part without raw_data must stay under protobuf's 2 GiB). A mapped file must
+// stay unchanged while values refer to it; in ExternalDataMode::kCopy the model file itself is
+// read into memory once too. `external` says how external data is brought in (map or copy,
+// hard links).
 Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits,
                                    const ExternalDataOptions& external = {});
+Result<GraphDef> LoadGraphFromBuffer(const Buffer& bytes, const std::string& base_dir,
+                                     const Limits& limits,
+                                     const ExternalDataOptions& external = {});
+// Borrows `bytes`: they must outlive every value of the result, unchanged.
 Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std::string& base_dir,
                                     const Limits& limits, const ExternalDataOptions& external = {});
 // Consumes `model` (initializer payloads are moved out, not copied).

@@ -5,11 +5,13 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx-data_pb.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 
 #include "src/core/text.h"
@@ -279,6 +281,46 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
   return Value::MakeTensor(type, std::move(dims), std::move(mapped).value());
 }
 
+// The raw_data reference the wire walker left in place of the payload, if any (the last one
+// wins, as protobuf keeps the last raw_data). A reference nobody made is refused.
+Result<std::optional<RawRef>> FindRawRef(const onnx::TensorProto& p, const LoadContext& context,
+                                         const std::string& label) {
+  std::optional<RawRef> found;
+  const auto& unknown = p.unknown_fields();
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const auto& field = unknown.field(i);
+    if (field.number() != kRawRefField) continue;
+    if (field.type() != google::protobuf::UnknownField::TYPE_VARINT ||
+        context.model_bytes == nullptr || field.varint() >= context.raw_refs.size()) {
+      return Bad(fmt::format("{}: uses field number {}, which idem reserves", label,
+                             kRawRefField));
+    }
+    found = context.raw_refs[static_cast<size_t>(field.varint())];
+  }
+  return found;
+}
+
+// A Buffer for raw_data left in the model's bytes: shares their owner (mapping or caller's
+// buffer) unless the address is not aligned for the element type, in which case the bytes are
+// copied (aligned heap memory) and counted, so kernels and NumPy views may assume alignment.
+Result<Buffer> InPlaceBuffer(const RawRef& ref, ElementType type, const LoadContext& context) {
+  const Buffer& model = *context.model_bytes;
+  if (ref.offset > model.size() || ref.length > model.size() - ref.offset) {
+    return Status(StatusCode::kInternal, "a raw_data reference lies outside the model");
+  }
+  Buffer slice = model.Slice(static_cast<size_t>(ref.offset), static_cast<size_t>(ref.length));
+  const int bits = ElementBits(type);
+  const bool complex = type == ElementType::kComplex64 || type == ElementType::kComplex128;
+  const uintptr_t alignment = bits <= 8 ? 1 : static_cast<uintptr_t>(bits / 8 / (complex ? 2 : 1));
+  if (ref.length == 0 || reinterpret_cast<uintptr_t>(slice.data()) % alignment == 0) {
+    if (context.raw_stats != nullptr) context.raw_stats->in_place += ref.length;
+    return slice;
+  }
+  IDEM_ASSIGN_OR_RETURN(Buffer copy, Buffer::CopyOf(slice.bytes()));
+  if (context.raw_stats != nullptr) context.raw_stats->copied += ref.length;
+  return copy;
+}
+
 }  // namespace
 
 Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
@@ -293,6 +335,11 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
   }
   const ElementType type = *type_or;
   if (p.has_segment()) return Bad(fmt::format("{}: segmented tensors are not supported", label));
+  if (static_cast<uint64_t>(p.dims_size()) > context.limits.max_rank) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("{}: {} dims exceed max_rank {}", label, p.dims_size(),
+                              context.limits.max_rank));
+  }
   std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
   // The product of the non-zero dims must fit in int64, whatever their order: a zero dim makes
   // the element count 0 but does not excuse [2^62, 2^62, 0] (same rule as Value::MakeTensor).
@@ -324,13 +371,15 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
     bytes = *packed;
   }
 
+  IDEM_ASSIGN_OR_RETURN(std::optional<RawRef> ref, FindRawRef(p, context, label));
+  const bool has_raw = ref.has_value() || p.has_raw_data();
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
-    if (p.has_raw_data() || !FieldsPresent(p).empty()) {
+    if (has_raw || !FieldsPresent(p).empty()) {
       return Bad(fmt::format("{}: external data and inline data both present", label));
     }
     return TensorFromExternal(p, type, std::move(dims), bytes, context, label);
   }
-  if (p.has_raw_data()) {
+  if (has_raw) {
     if (type == ElementType::kString) {
       return Bad(fmt::format("{}: string tensors cannot use raw_data", label));
     }
@@ -338,10 +387,14 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
       return Bad(fmt::format("{}: both raw_data and {} are set", label,
                              FieldName(FieldsPresent(p).front())));
     }
-    if (p.raw_data().size() != bytes) {
+    const uint64_t raw_size = ref ? ref->length : p.raw_data().size();
+    if (raw_size != bytes) {
       return Bad(fmt::format("{}: raw_data holds {} bytes but dims [{}] of {} need {}", label,
-                             p.raw_data().size(), fmt::join(dims, ","), ElementTypeName(type),
-                             bytes));
+                             raw_size, fmt::join(dims, ","), ElementTypeName(type), bytes));
+    }
+    if (ref) {
+      IDEM_ASSIGN_OR_RETURN(Buffer buffer, InPlaceBuffer(*ref, type, context));
+      return Value::MakeTensor(type, std::move(dims), std::move(buffer));
     }
     if (type == ElementType::kBool) {
       // A bool is one byte, 0 or 1 (the range int32_data is held to); another byte would be a
@@ -388,6 +441,11 @@ Result<Type> TypeFromProto(const onnx::TypeProto& proto, const Limits& limits) {
         }
         std::optional<std::vector<Dim>> shape;
         if (tt.has_shape()) {
+          if (static_cast<uint64_t>(tt.shape().dim_size()) > limits.max_rank) {
+            return Status(StatusCode::kResourceExhausted,
+                          fmt::format("declared shape of {} dims exceeds max_rank {}",
+                                      tt.shape().dim_size(), limits.max_rank));
+          }
           shape.emplace();
           for (const auto& d : tt.shape().dim()) {
             Dim dim;
@@ -591,6 +649,17 @@ Status Parse(google::protobuf::Message& message, std::span<const std::byte> byte
 
 Result<Value> ValueFromProtoBytes(std::span<const std::byte> bytes, const Type& declared,
                                   const LoadContext& context) {
+  // Counts and memory are checked on the wire first: protobuf would spend hundreds of bytes on
+  // every 2-byte empty tensor or string before any limit could be checked.
+  {
+    const ValueMessage root = declared.kind() == ValueKind::kTensor     ? ValueMessage::kTensor
+                              : declared.kind() == ValueKind::kSequence ? ValueMessage::kSequence
+                                                                        : ValueMessage::kOptional;
+    auto counted = CheckValueBytes(bytes, root, context.limits);
+    if (!counted.ok() && counted.status().code() == StatusCode::kResourceExhausted) {
+      return std::move(counted).take_status();
+    }
+  }
   switch (declared.kind()) {
     case ValueKind::kTensor: {
       onnx::TensorProto p;

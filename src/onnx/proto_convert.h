@@ -12,10 +12,12 @@
 #include <string>
 
 #include "idem/options.h"
+#include "idem/buffer.h"
 #include "idem/status.h"
 #include "idem/type.h"
 #include "idem/value.h"
 #include "src/onnx/external_data.h"
+#include "src/onnx/wire_walker.h"
 
 namespace onnx {
 class TensorProto;
@@ -26,12 +28,23 @@ class OptionalProto;
 
 namespace idem {
 
+// What resolving raw_data references did (see wire_walker.h).
+struct RawDataStats {
+  uint64_t in_place = 0;  // bytes left in the model's buffer
+  uint64_t copied = 0;    // bytes copied because they were misaligned for their element type
+};
+
 struct LoadContext {
   // Folder external data must stay inside; empty refuses external data.
   std::string base_dir;
   Limits limits;
   // How external data is brought in (map or copy) and whether hard-linked files are accepted.
   ExternalDataOptions external;
+  // The model's bytes and the raw_data references the wire walker left in the compact copy
+  // (a TensorProto's kRawRefField indexes `raw_refs`). Without them a reference is refused.
+  const Buffer* model_bytes = nullptr;
+  std::span<const RawRef> raw_refs = {};
+  RawDataStats* raw_stats = nullptr;
 };
 
 // Converts a TensorProto. May move raw_data out of `proto` to avoid a copy (the proto is left

@@ -618,6 +618,10 @@ class GraphPlanner {
       header += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : EscapeText(domain), version);
     }
     header += "\n";
+    if (graph_.raw_bytes_in_place + graph_.raw_bytes_copied > 0) {
+      header += fmt::format("raw_data: {} bytes in place, {} bytes copied (misaligned)\n",
+                            graph_.raw_bytes_in_place, graph_.raw_bytes_copied);
+    }
     std::string io;
     for (const ValueInfo& v : plan.feeds)
       io += fmt::format("input  {} {}\n", EscapeText(v.name), v.type.ToShortString());

@@ -186,6 +186,12 @@ Result<Session> Session::CreateFromBytes(std::span<const std::byte> bytes,
                 &SessionFactory::Make);
 }
 
+Result<Session> Session::CreateFromBuffer(const Buffer& bytes, const std::string& base_dir,
+                                          const SessionOptions& options) {
+  return Finish(LoadGraphFromBuffer(bytes, base_dir, options.limits), options,
+                &SessionFactory::Make);
+}
+
 Result<Session> CreateSessionFromProto(const onnx::ModelProto& model, const std::string& base_dir,
                                        const SessionOptions& options) {
   onnx::ModelProto copy = model;

@@ -1,0 +1,517 @@
+#include "src/onnx/wire_walker.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+namespace idem {
+namespace {
+
+using google::protobuf::io::CodedInputStream;
+using google::protobuf::io::CodedOutputStream;
+using google::protobuf::internal::WireFormatLite;
+
+// The messages whose fields the walker tells apart (onnx.proto as compiled into libonnx, and
+// onnx-data.proto). Every other message-typed field is treated as opaque bytes.
+enum class Kind : uint8_t {
+  kModel,
+  kGraph,
+  kNode,
+  kAttribute,
+  kTensor,
+  kSparseTensor,
+  kValueInfo,
+  kType,
+  kTypeTensor,    // TypeProto.Tensor and TypeProto.SparseTensor (shape = 2)
+  kTypeElement,   // TypeProto.Sequence and TypeProto.Optional (elem_type = 1)
+  kTypeMap,       // TypeProto.Map (value_type = 2)
+  kShape,
+  kTrainingInfo,
+  kFunction,
+  kTensorAnnotation,
+  kSequence,
+  kMap,
+  kOptional,
+  kLeaf,  // messages of scalars and strings only (opset ids, string pairs, dims, segments)
+};
+
+// What a field of a message is to the walker.
+enum class Role : uint8_t {
+  kOther,         // scalar, string or unknown: charged, copied verbatim
+  kMessage,       // a message to descend into (child kind given)
+  kRawData,       // TensorProto.raw_data
+  kPackedVarint,  // repeated varint field (may be packed: 8 bytes per element once parsed)
+};
+
+struct FieldRole {
+  Role role = Role::kOther;
+  Kind child = Kind::kLeaf;
+};
+
+constexpr FieldRole Msg(Kind k) { return {Role::kMessage, k}; }
+
+FieldRole RoleOf(Kind kind, int field) {
+  switch (kind) {
+    case Kind::kModel:
+      switch (field) {
+        case 7: return Msg(Kind::kGraph);
+        case 8: return Msg(Kind::kLeaf);          // opset_import
+        case 14: return Msg(Kind::kLeaf);         // metadata_props
+        case 20: return Msg(Kind::kTrainingInfo);
+        case 25: return Msg(Kind::kFunction);
+      }
+      break;
+    case Kind::kGraph:
+      switch (field) {
+        case 1: return Msg(Kind::kNode);
+        case 5: return Msg(Kind::kTensor);
+        case 15: return Msg(Kind::kSparseTensor);
+        case 11:
+        case 12:
+        case 13: return Msg(Kind::kValueInfo);
+        case 14: return Msg(Kind::kTensorAnnotation);
+      }
+      break;
+    case Kind::kNode:
+      if (field == 5) return Msg(Kind::kAttribute);
+      break;
+    case Kind::kAttribute:
+      switch (field) {
+        case 5:
+        case 10: return Msg(Kind::kTensor);
+        case 6:
+        case 11: return Msg(Kind::kGraph);
+        case 22:
+        case 23: return Msg(Kind::kSparseTensor);
+        case 14:
+        case 15: return Msg(Kind::kType);
+        case 8: return {Role::kPackedVarint, Kind::kLeaf};
+      }
+      break;
+    case Kind::kTensor:
+      switch (field) {
+        case 1:
+        case 5:
+        case 7:
+        case 11: return {Role::kPackedVarint, Kind::kLeaf};
+        case 3:
+        case 13: return Msg(Kind::kLeaf);  // segment, external_data
+        case 9: return {Role::kRawData, Kind::kLeaf};
+      }
+      break;
+    case Kind::kSparseTensor:
+      switch (field) {
+        case 1:
+        case 2: return Msg(Kind::kTensor);
+        case 3: return {Role::kPackedVarint, Kind::kLeaf};
+      }
+      break;
+    case Kind::kValueInfo:
+      if (field == 2) return Msg(Kind::kType);
+      break;
+    case Kind::kType:
+      switch (field) {
+        case 1:
+        case 8: return Msg(Kind::kTypeTensor);
+        case 4:
+        case 9: return Msg(Kind::kTypeElement);
+        case 5: return Msg(Kind::kTypeMap);
+      }
+      break;
+    case Kind::kTypeTensor:
+      if (field == 2) return Msg(Kind::kShape);
+      break;
+    case Kind::kTypeElement:
+      if (field == 1) return Msg(Kind::kType);
+      break;
+    case Kind::kTypeMap:
+      if (field == 2) return Msg(Kind::kType);
+      break;
+    case Kind::kShape:
+      if (field == 1) return Msg(Kind::kLeaf);
+      break;
+    case Kind::kTrainingInfo:
+      switch (field) {
+        case 1:
+        case 2: return Msg(Kind::kGraph);
+        case 3:
+        case 4: return Msg(Kind::kLeaf);
+      }
+      break;
+    case Kind::kFunction:
+      switch (field) {
+        case 7: return Msg(Kind::kNode);
+        case 9: return Msg(Kind::kLeaf);
+      }
+      break;
+    case Kind::kTensorAnnotation:
+      if (field == 2) return Msg(Kind::kLeaf);
+      break;
+    case Kind::kSequence:
+      switch (field) {
+        case 3: return Msg(Kind::kTensor);
+        case 4: return Msg(Kind::kSparseTensor);
+        case 5: return Msg(Kind::kSequence);
+        case 6: return Msg(Kind::kMap);
+        case 7: return Msg(Kind::kOptional);
+      }
+      break;
+    case Kind::kMap:
+      switch (field) {
+        case 3: return {Role::kPackedVarint, Kind::kLeaf};
+        case 5: return Msg(Kind::kSequence);
+      }
+      break;
+    case Kind::kOptional:
+      switch (field) {
+        case 3: return Msg(Kind::kTensor);
+        case 4: return Msg(Kind::kSparseTensor);
+        case 5: return Msg(Kind::kSequence);
+        case 6: return Msg(Kind::kMap);
+        case 7: return Msg(Kind::kOptional);
+      }
+      break;
+    case Kind::kLeaf:
+      break;
+  }
+  return {};
+}
+
+// Estimated heap bytes protobuf and the converter spend per item, measured on this build
+// (generated message objects are 100-300 bytes; every field occurrence becomes at least a
+// repeated-field slot, a std::string or an UnknownField entry; kept bytes are copied at most
+// twice: protobuf's string and the converted value).
+constexpr uint64_t kMessageCost = 320;   // a message object, its slot, its converted form
+constexpr uint64_t kFieldCost = 16;      // any field occurrence (a repeated scalar, twice)
+constexpr uint64_t kStringCost = 80;     // + a string/bytes/unknown field's std::string, twice
+constexpr uint64_t kPackedVarintByteCost = 16;  // one byte may be one int64 element, twice
+constexpr uint64_t kBytesCost = 2;       // kept payload bytes: protobuf's copy, the converted one
+
+constexpr uint64_t kWindow = uint64_t{1} << 30;
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  return a > std::numeric_limits<uint64_t>::max() - b ? std::numeric_limits<uint64_t>::max()
+                                                      : a + b;
+}
+
+uint64_t SaturatingMul(uint64_t a, uint64_t b) {
+  if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) {
+    return std::numeric_limits<uint64_t>::max();
+  }
+  return a * b;
+}
+
+class Walker {
+ public:
+  Walker(std::span<const std::byte> input, const Limits& limits, bool emit)
+      : base_(reinterpret_cast<const uint8_t*>(input.data())),
+        size_(input.size()),
+        limits_(limits),
+        budget_(LoadMemoryBudget(input.size(), limits)),
+        emit_(emit) {}
+
+  Status WalkRoot(Kind kind) {
+    Seek(0);
+    return WalkMessage(kind, size_, 0, 0, false);
+  }
+
+  std::string out;
+  std::string node_bytes;
+  std::vector<RawRef> nodes;
+  std::vector<RawRef> refs;
+  WireCounts counts;
+
+ private:
+  uint64_t Pos() const { return window_begin_ + static_cast<uint64_t>(stream_->CurrentPosition()); }
+
+  void Seek(uint64_t pos) {
+    window_begin_ = pos;
+    window_end_ = std::min<uint64_t>(size_, pos + kWindow);
+    stream_.emplace(base_ + pos, static_cast<int>(window_end_ - pos));
+  }
+
+  // Re-windows when the current window ends soon (a tag, varint or fixed field is at most 10
+  // bytes; groups are skipped by protobuf inside one window).
+  void EnsureWindow() {
+    if (window_end_ < size_ && window_end_ - Pos() < 64) Seek(Pos());
+  }
+
+  void SkipTo(uint64_t pos) {
+    const uint64_t here = Pos();
+    if (pos <= window_end_ && pos - here <= static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+      stream_->Skip(static_cast<int>(pos - here));
+    } else {
+      Seek(pos);
+    }
+  }
+
+  Status Malformed(uint64_t at, std::string_view what) const {
+    return Status(StatusCode::kInvalidModel,
+                  fmt::format("not a valid protobuf message: {} at byte {}", what, at));
+  }
+
+  Status Charge(uint64_t bytes) {
+    counts.estimated_bytes = SaturatingAdd(counts.estimated_bytes, bytes);
+    if (counts.estimated_bytes > budget_) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("loading these {} bytes would take more than {} bytes of memory "
+                                "(max_load_memory_factor {} x the size, at least "
+                                "max_load_memory_floor {}): too many small messages, fields "
+                                "or elements",
+                                size_, budget_, limits_.max_load_memory_factor,
+                                limits_.max_load_memory_floor));
+    }
+    return {};
+  }
+
+  // Dims of one TensorProto / SparseTensorProto / TensorShapeProto occurrence.
+  Status CountRank(uint64_t* rank, uint64_t added) {
+    *rank += added;
+    if (*rank > limits_.max_rank) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("a tensor or shape has more than max_rank {} dims",
+                                limits_.max_rank));
+    }
+    return {};
+  }
+
+  // Elements of a packed varint payload: bytes without the continuation bit.
+  uint64_t PackedCount(uint64_t from, uint64_t to) const {
+    uint64_t n = 0;
+    for (uint64_t i = from; i < to; ++i) n += (base_[i] & 0x80) == 0 ? 1 : 0;
+    return n;
+  }
+
+  Status CountEntry(Kind kind, Kind parent, int field, int graph_depth) {
+    if (kind == Kind::kNode && parent == Kind::kGraph) {
+      if (++counts.nodes > limits_.max_nodes) {
+        return Status(StatusCode::kResourceExhausted,
+                      fmt::format("more than max_nodes {} nodes", limits_.max_nodes));
+      }
+    }
+    if (parent == Kind::kGraph && (field == 5 || field == 11 || field == 12 || field == 13 ||
+                                   field == 15)) {
+      if (++counts.values > limits_.max_values) {
+        return Status(StatusCode::kResourceExhausted,
+                      fmt::format("more than max_values {} values", limits_.max_values));
+      }
+    }
+    // The main graph is depth 1; max_graph_depth bounds the subgraphs below it, as the
+    // converter counts them.
+    if (kind == Kind::kGraph && graph_depth - 1 > limits_.max_graph_depth) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("subgraphs nest deeper than max_graph_depth {}",
+                                limits_.max_graph_depth));
+    }
+    if (kind == Kind::kTensor && parent == Kind::kSequence &&
+        ++sequence_items_ > limits_.max_sequence_length) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("more than max_sequence_length {} tensors in sequences",
+                                limits_.max_sequence_length));
+    }
+    return {};
+  }
+
+  // Walks the message that ends at `end`; the stream is positioned at its first field.
+  // `main_graph`: this is ModelProto.graph, whose nodes go to node_bytes one by one.
+  Status WalkMessage(Kind kind, uint64_t end, int depth, int graph_depth, bool main_graph) {
+    ++counts.messages;
+    IDEM_RETURN_IF_ERROR(Charge(kMessageCost));
+    if (kind == Kind::kGraph) counts.graph_depth = std::max(counts.graph_depth, graph_depth);
+    uint64_t rank = 0;
+    const int dims_field = kind == Kind::kTensor         ? 1
+                           : kind == Kind::kSparseTensor ? 3
+                           : kind == Kind::kShape        ? 1
+                                                         : 0;
+    // Fields copied verbatim are copied in one piece when something else must be emitted (or at
+    // the end): [copy_from, here) is pending.
+    uint64_t copy_from = Pos();
+    while (true) {
+      EnsureWindow();
+      const uint64_t field_start = Pos();
+      if (field_start >= end) {
+        if (field_start > end) return Malformed(end, "a field runs past its message's end");
+        if (emit_) Append(copy_from, end);
+        return {};
+      }
+      const uint32_t tag = stream_->ReadTagNoLastTag();
+      const uint64_t tag_end = Pos();
+      if (tag == 0 || tag_end > end) return Malformed(field_start, "bad tag");
+      // Protobuf's parser reads a tag in at most 5 bytes (bits beyond 32 are dropped, as here);
+      // the walker drops some tags (main-graph nodes, raw_data), so it must refuse what protobuf
+      // would.
+      if (tag_end - field_start > 5) return Malformed(field_start, "overlong tag");
+      const int number = WireFormatLite::GetTagFieldNumber(tag);
+      const auto wire = WireFormatLite::GetTagWireType(tag);
+      if (number == 0) return Malformed(field_start, "field number 0");
+      if (wire == WireFormatLite::WIRETYPE_END_GROUP) {
+        return Malformed(field_start, "unexpected end-group tag");
+      }
+      IDEM_RETURN_IF_ERROR(Charge(kFieldCost));
+      if (kind == Kind::kTensor && number == kRawRefField) {
+        return Status(StatusCode::kInvalidModel,
+                      fmt::format("a TensorProto uses field number {}, which idem reserves "
+                                  "(byte {})",
+                                  kRawRefField, field_start));
+      }
+      if (wire != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+        if (number == dims_field && kind != Kind::kShape &&
+            wire == WireFormatLite::WIRETYPE_VARINT) {
+          IDEM_RETURN_IF_ERROR(CountRank(&rank, 1));
+        }
+        if (!WireFormatLite::SkipField(&*stream_, tag) || Pos() > end) {
+          return Malformed(field_start, "truncated or malformed field");
+        }
+        continue;
+      }
+      uint64_t length = 0;
+      if (!stream_->ReadVarint64(&length) || Pos() > end) {
+        return Malformed(field_start, "bad length");
+      }
+      const uint64_t content = Pos();
+      // Likewise a length (which the walker re-encodes): protobuf reads at most 5 bytes.
+      if (content - tag_end > 5 && length <= static_cast<uint64_t>(INT32_MAX)) {
+        return Malformed(field_start, "overlong length");
+      }
+      if (length > end - content) return Malformed(field_start, "length runs past the end");
+      const uint64_t content_end = content + length;
+      const FieldRole role = RoleOf(kind, number);
+      if (number == dims_field) {
+        IDEM_RETURN_IF_ERROR(
+            CountRank(&rank, kind == Kind::kShape ? 1 : PackedCount(content, content_end)));
+      }
+      switch (role.role) {
+        case Role::kMessage: {
+          IDEM_RETURN_IF_ERROR(CountEntry(role.child, kind, number, graph_depth + 1));
+          if (depth + 1 > kMaxWireDepth) {
+            return Status(StatusCode::kInvalidModel,
+                          fmt::format("messages nested deeper than {} (byte {})", kMaxWireDepth,
+                                      field_start));
+          }
+          const int child_graph_depth = role.child == Kind::kGraph ? graph_depth + 1 : graph_depth;
+          const bool child_is_main = kind == Kind::kModel && number == 7;
+          if (emit_ && main_graph && role.child == Kind::kNode) {
+            // A node of the main graph: its compact bytes go to node_bytes, to be parsed and
+            // converted one at a time (never all nodes as protobuf objects at once).
+            if (emit_) Append(copy_from, field_start);
+            copy_from = content_end;
+            std::string* saved = sink_;
+            sink_ = &node_bytes;
+            const uint64_t at = node_bytes.size();
+            IDEM_RETURN_IF_ERROR(
+                WalkMessage(role.child, content_end, depth + 1, child_graph_depth, false));
+            nodes.push_back({at, node_bytes.size() - at});
+            sink_ = saved;
+            break;
+          }
+          size_t length_at = 0;
+          if (emit_) {
+            Append(copy_from, tag_end);  // the tag as read; the length is re-encoded
+            length_at = sink_->size();
+          }
+          IDEM_RETURN_IF_ERROR(WalkMessage(role.child, content_end, depth + 1, child_graph_depth,
+                                           child_is_main));
+          if (emit_) FinishLength(length_at);
+          copy_from = content_end;
+          break;
+        }
+        case Role::kRawData: {
+          counts.raw_bytes = SaturatingAdd(counts.raw_bytes, length);
+          if (emit_) {
+            Append(copy_from, field_start);
+            copy_from = content_end;
+            uint8_t buffer[16];
+            uint8_t* p = CodedOutputStream::WriteVarint32ToArray(
+                WireFormatLite::MakeTag(kRawRefField, WireFormatLite::WIRETYPE_VARINT), buffer);
+            p = CodedOutputStream::WriteVarint64ToArray(refs.size(), p);
+            sink_->append(reinterpret_cast<const char*>(buffer), static_cast<size_t>(p - buffer));
+            refs.push_back({content, length});
+          } else {
+            IDEM_RETURN_IF_ERROR(Charge(SaturatingMul(length, kBytesCost)));
+          }
+          SkipTo(content_end);
+          break;
+        }
+        case Role::kPackedVarint:
+          IDEM_RETURN_IF_ERROR(Charge(SaturatingMul(length, kPackedVarintByteCost)));
+          SkipTo(content_end);
+          break;
+        case Role::kOther:
+          IDEM_RETURN_IF_ERROR(
+              Charge(SaturatingAdd(kStringCost, SaturatingMul(length, kBytesCost))));
+          SkipTo(content_end);
+          break;
+      }
+    }
+  }
+
+  void Append(uint64_t from, uint64_t to) {
+    if (to > from) sink_->append(reinterpret_cast<const char*>(base_ + from), static_cast<size_t>(to - from));
+  }
+
+  // The bytes after `at` are a message's content; insert its length varint at `at`.
+  void FinishLength(size_t at) {
+    const uint64_t n = sink_->size() - at;
+    uint8_t buffer[10];
+    uint8_t* p = CodedOutputStream::WriteVarint64ToArray(n, buffer);
+    sink_->insert(at, reinterpret_cast<const char*>(buffer), static_cast<size_t>(p - buffer));
+  }
+
+  std::string* sink_ = &out;  // where emitted bytes go
+
+  const uint8_t* base_;
+  uint64_t size_;
+  const Limits& limits_;
+  uint64_t budget_;
+  bool emit_;
+  uint64_t sequence_items_ = 0;
+  std::optional<CodedInputStream> stream_;
+  uint64_t window_begin_ = 0;
+  uint64_t window_end_ = 0;
+};
+
+}  // namespace
+
+uint64_t LoadMemoryBudget(uint64_t input_bytes, const Limits& limits) {
+  return std::max(limits.max_load_memory_floor,
+                  SaturatingMul(input_bytes, limits.max_load_memory_factor));
+}
+
+Result<CompactModel> CompactModelBytes(std::span<const std::byte> input, const Limits& limits) {
+  Walker walker(input, limits, /*emit=*/true);
+  IDEM_RETURN_IF_ERROR(walker.WalkRoot(Kind::kModel));
+  if (walker.out.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      std::any_of(walker.nodes.begin(), walker.nodes.end(), [](const RawRef& r) {
+        return r.length > static_cast<uint64_t>(std::numeric_limits<int>::max());
+      })) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("the model without its raw_data payloads still takes {} bytes, "
+                              "over protobuf's 2 GiB limit (move typed-field data to raw_data "
+                              "or external data)",
+                              walker.out.size()));
+  }
+  CompactModel model;
+  model.bytes = std::move(walker.out);
+  model.refs = std::move(walker.refs);
+  model.node_bytes = std::move(walker.node_bytes);
+  model.nodes = std::move(walker.nodes);
+  model.counts = walker.counts;
+  return model;
+}
+
+Result<WireCounts> CheckValueBytes(std::span<const std::byte> input, ValueMessage root,
+                                   const Limits& limits) {
+  Walker walker(input, limits, /*emit=*/false);
+  const Kind kind = root == ValueMessage::kTensor     ? Kind::kTensor
+                    : root == ValueMessage::kSequence ? Kind::kSequence
+                                                      : Kind::kOptional;
+  IDEM_RETURN_IF_ERROR(walker.WalkRoot(kind));
+  return walker.counts;
+}
+
+}  // namespace idem

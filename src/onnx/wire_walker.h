@@ -1,0 +1,92 @@
+// A walk over ONNX protobuf bytes that runs before protobuf materialises anything.
+//
+// Why: protobuf's parser copies every byte it keeps (a 256 MiB raw_data becomes a 256 MiB
+// std::string), refuses inputs over 2 GiB, and turns a 2-byte empty message into a heap object of
+// a few hundred bytes, so a hostile file of empty nodes, dims or strings costs 50-100x its size
+// before any limit can be checked. The walker reads the wire format with protobuf's own
+// CodedInputStream/WireFormatLite, knows which fields of which messages hold tensors and graphs,
+// and
+// - counts nodes, values and nesting, and estimates what protobuf and the converter will allocate
+//   for every message, field and packed element, refusing the input (kResourceExhausted) before
+//   anything is allocated when a Limit is crossed;
+// - for models, emits a compact copy in which every TensorProto.raw_data is replaced by a
+//   reference (an unknown varint field kRawRefField holding an index into `refs`), so protobuf
+//   only ever parses the small rest and the tensor bytes stay where they are (in the caller's
+//   buffer or the file mapping); the main graph's nodes are set apart so they can be parsed one
+//   at a time.
+//
+// Contracts:
+// - Offsets are 64-bit; the input may be larger than 2 GiB. CodedInputStream only ever sees
+//   windows of at most 1 GiB.
+// - Recursion follows message nesting and stops at kMaxWireDepth (protobuf's own default
+//   recursion limit, so nothing protobuf accepts is refused for depth).
+// - Fields are interpreted exactly as protobuf does: a known field with an unexpected wire type is
+//   an unknown field (copied verbatim), repeated occurrences of a singular message are merged by
+//   protobuf when it parses the compact copy, and a raw_data that occurs twice keeps the last.
+// - kRawRefField in an input TensorProto is refused (it is reserved for the references).
+#ifndef IDEM_SRC_ONNX_WIRE_WALKER_H_
+#define IDEM_SRC_ONNX_WIRE_WALKER_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "idem/options.h"
+#include "idem/status.h"
+
+namespace idem {
+
+// Field number of the reference that replaces raw_data in the compact copy (the largest field
+// number protobuf allows; ONNX will never use it).
+inline constexpr int kRawRefField = 536870911;
+// Protobuf's default recursion limit for nested messages.
+inline constexpr int kMaxWireDepth = 100;
+
+// Where one raw_data payload lies in the input.
+struct RawRef {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+struct WireCounts {
+  uint64_t messages = 0;
+  uint64_t nodes = 0;       // in every graph, subgraphs included
+  uint64_t values = 0;      // graph inputs, outputs, value_info, initializers (all graphs)
+  uint64_t raw_bytes = 0;   // raw_data payload bytes (left in place for models)
+  uint64_t estimated_bytes = 0;  // what materialising the input is estimated to cost
+  int graph_depth = 0;      // deepest graph nesting (the main graph is 1)
+};
+
+// The root message of a value file (.pb).
+enum class ValueMessage { kTensor, kSequence, kOptional };
+
+struct CompactModel {
+  // The model with every raw_data replaced by a reference, and without the main graph's nodes.
+  std::string bytes;
+  std::vector<RawRef> refs;   // indexed by the reference fields' values
+  // The main graph's (ModelProto.graph's) nodes, each a compact NodeProto at nodes[i] in
+  // node_bytes, in order (across repeated graph fields, as protobuf would merge them), so they
+  // can be parsed and converted one at a time.
+  std::string node_bytes;
+  std::vector<RawRef> nodes;
+  WireCounts counts;
+};
+
+// The memory a load of `input_bytes` may take: max(max_load_memory_floor,
+// max_load_memory_factor * input_bytes), saturating.
+uint64_t LoadMemoryBudget(uint64_t input_bytes, const Limits& limits);
+
+// Walks a ModelProto. Errors: kInvalidModel for malformed wire data (as protobuf would refuse
+// it), kResourceExhausted for limits (nodes, values, graph depth, load memory, or a compact copy
+// over protobuf's 2 GiB).
+Result<CompactModel> CompactModelBytes(std::span<const std::byte> input, const Limits& limits);
+
+// Walks a value file's bytes without copying anything and checks the same limits (load memory,
+// sequence length), so a hostile .pb is refused before protobuf parses it.
+Result<WireCounts> CheckValueBytes(std::span<const std::byte> input, ValueMessage root,
+                                   const Limits& limits);
+
+}  // namespace idem
+
+#endif  // IDEM_SRC_ONNX_WIRE_WALKER_H_

@@ -1,0 +1,545 @@
+// Loading models in place: the wire walker, raw_data references into the model's bytes, limits
+// checked before protobuf materialises anything, and files over 2 GiB.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <onnx/onnx-data_pb.h>
+#include <onnx/onnx_pb.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "src/onnx/model_loader.h"
+#include "src/onnx/proto_convert.h"
+#include "src/onnx/wire_walker.h"
+#include "tests/test_models.h"
+
+namespace idem {
+namespace {
+
+using testing::AddNode;
+using testing::AddValueInfo;
+using testing::EmptyModel;
+using testing::TensorTypeProto;
+
+std::span<const std::byte> AsBytes(const std::string& s) { return std::as_bytes(std::span(s)); }
+
+bool Inside(const std::byte* p, const std::string& s) {
+  const auto* b = reinterpret_cast<const std::byte*>(s.data());
+  return p >= b && p < b + s.size();
+}
+
+// y = Identity(w) where w is an initializer of `count` floats 0, 1, 2... in raw_data; the tensor
+// name's length shifts where the payload lands in the serialized bytes.
+onnx::ModelProto InitializerModel(int count, const std::string& name = "w",
+                                  ElementType type = ElementType::kFloat) {
+  onnx::ModelProto m = EmptyModel(13, 8);
+  auto* g = m.mutable_graph();
+  auto* w = g->add_initializer();
+  w->set_name(name);
+  w->set_data_type(static_cast<int32_t>(type));
+  w->add_dims(count);
+  std::string raw(static_cast<size_t>(count) * (ElementBits(type) / 8), '\0');
+  for (size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<char>(i * 7 + 1);
+  w->set_raw_data(raw);
+  AddNode(g, "Identity", {name}, {"y"}, "id");
+  AddValueInfo(g->mutable_output(), "y", TensorTypeProto(type, {count}));
+  return m;
+}
+
+TEST(WireWalkerTest, CompactCopyIsTheInputWithNodesSetApart) {
+  onnx::ModelProto m = testing::IdentityChain(TensorTypeProto(ElementType::kFloat, {2}), 13, 5);
+  auto* a = m.mutable_graph()->mutable_node(0)->add_attribute();
+  a->set_name("x");
+  a->set_type(onnx::AttributeProto::INTS);
+  a->add_ints(3);
+  a->add_ints(300);
+  const std::string bytes = m.SerializeAsString();
+  auto compact = CompactModelBytes(AsBytes(bytes), Limits{});
+  ASSERT_TRUE(compact.ok()) << compact.status().message();
+  EXPECT_TRUE(compact->refs.empty());
+  // The main graph's nodes are set apart, each byte for byte as in the input; the rest is the
+  // input without them.
+  ASSERT_EQ(compact->nodes.size(), 5u);
+  onnx::ModelProto without_nodes = m;
+  without_nodes.mutable_graph()->clear_node();
+  EXPECT_EQ(compact->bytes, without_nodes.SerializeAsString());
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(compact->node_bytes.substr(compact->nodes[i].offset, compact->nodes[i].length),
+              m.graph().node(i).SerializeAsString());
+  }
+  EXPECT_EQ(compact->counts.nodes, 5u);
+  EXPECT_EQ(compact->counts.values, 2u);
+}
+
+TEST(WireWalkerTest, RawDataBecomesAReferenceIntoTheInput) {
+  const std::string bytes = InitializerModel(1000).SerializeAsString();
+  auto compact = CompactModelBytes(AsBytes(bytes), Limits{});
+  ASSERT_TRUE(compact.ok()) << compact.status().message();
+  ASSERT_EQ(compact->refs.size(), 1u);
+  EXPECT_EQ(compact->refs[0].length, 4000u);
+  EXPECT_LT(compact->bytes.size(), 100u);
+  onnx::ModelProto original;
+  ASSERT_TRUE(original.ParseFromString(bytes));
+  EXPECT_EQ(bytes.substr(compact->refs[0].offset, 4000), original.graph().initializer(0).raw_data());
+  onnx::ModelProto parsed;
+  ASSERT_TRUE(parsed.ParseFromString(compact->bytes));
+  EXPECT_FALSE(parsed.graph().initializer(0).has_raw_data());
+  EXPECT_EQ(parsed.graph().initializer(0).dims(0), 1000);
+}
+
+TEST(ModelInPlaceTest, InitializerAndOutputPointIntoTheCallersBytes) {
+  // Try name lengths until the payload is 4-aligned in memory (std::string data is 16-aligned).
+  for (const std::string name : {"w", "ww", "www", "wwww"}) {
+    const std::string bytes = InitializerModel(1000, name).SerializeAsString();
+    auto session = Session::CreateFromBytes(AsBytes(bytes));
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    auto out = session->Run(std::span<const Value>{});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const Tensor& y = (*out)[0].tensor();
+    ASSERT_EQ(y.data().size(), 4000u);
+    onnx::ModelProto original;
+    ASSERT_TRUE(original.ParseFromString(bytes));
+    EXPECT_EQ(std::memcmp(y.data().data(), original.graph().initializer(0).raw_data().data(), 4000),
+              0);
+    const bool aligned = reinterpret_cast<uintptr_t>(y.data().data()) % 4 == 0;
+    EXPECT_TRUE(aligned);
+    if (Inside(y.data().data(), bytes)) {
+      EXPECT_NE(session->Describe().find("raw_data: 4000 bytes in place, 0 bytes copied"),
+                std::string::npos)
+          << session->Describe();
+    } else {
+      // Misaligned in the input: copied, and reported.
+      EXPECT_NE(session->Describe().find("raw_data: 0 bytes in place, 4000 bytes copied"),
+                std::string::npos)
+          << session->Describe();
+    }
+  }
+}
+
+TEST(ModelInPlaceTest, MisalignedPayloadsAreCopiedAndCounted) {
+  int in_place = 0, copied = 0;
+  for (const std::string name : {"a", "ab", "abc", "abcd", "abcde", "abcdef", "abcdefg"}) {
+    const std::string bytes = InitializerModel(16, name, ElementType::kDouble).SerializeAsString();
+    auto graph = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    const Tensor& w = graph->initializers[0].value.tensor();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(w.data().data()) % 8, 0u);
+    if (Inside(w.data().data(), bytes)) {
+      ++in_place;
+      EXPECT_EQ(graph->raw_bytes_in_place, 128u);
+      EXPECT_EQ(graph->raw_bytes_copied, 0u);
+    } else {
+      ++copied;
+      EXPECT_EQ(graph->raw_bytes_in_place, 0u);
+      EXPECT_EQ(graph->raw_bytes_copied, 128u);
+    }
+  }
+  EXPECT_GT(in_place, 0);
+  EXPECT_GT(copied, 0);
+}
+
+TEST(ModelInPlaceTest, ConstantTensorAttributePointsIntoTheBytes) {
+  onnx::ModelProto m = EmptyModel(13, 8);
+  auto* g = m.mutable_graph();
+  auto* n = AddNode(g, "Constant", {}, {"y"}, "c");
+  auto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(static_cast<int32_t>(ElementType::kUint8));
+  a->mutable_t()->add_dims(64);
+  a->mutable_t()->set_raw_data(std::string(64, 'q'));
+  AddValueInfo(g->mutable_output(), "y", TensorTypeProto(ElementType::kUint8, {64}));
+  const std::string bytes = m.SerializeAsString();
+  auto graph = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const Attribute& attr = graph->nodes[0].attributes[0];
+  ASSERT_EQ(attr.kind, Attribute::Kind::kTensor);
+  const Tensor& t = attr.tensor.tensor();
+  EXPECT_TRUE(Inside(t.data().data(), bytes));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.data().data()), 64), std::string(64, 'q'));
+}
+
+TEST(ModelInPlaceTest, RawDataKeepsTheLastOccurrenceAsProtobufDoes) {
+  // A TensorProto whose raw_data occurs twice (two serialized messages concatenated): protobuf
+  // keeps the last, and so must the reference.
+  onnx::TensorProto t;
+  t.set_name("w");
+  t.set_data_type(1);
+  t.add_dims(2);
+  t.set_raw_data(std::string(8, 'a'));
+  std::string tensor = t.SerializeAsString();
+  onnx::TensorProto second;
+  second.set_raw_data(std::string(8, 'b'));
+  tensor += second.SerializeAsString();  // raw_data twice: the last (bbbb...) wins
+  onnx::TensorProto merged;
+  ASSERT_TRUE(merged.ParseFromString(tensor));
+  EXPECT_EQ(merged.raw_data(), std::string(8, 'b'));
+  // Wrap the tensor as a Constant attribute.
+  onnx::ModelProto c = EmptyModel(13, 8);
+  auto* n = AddNode(c.mutable_graph(), "Constant", {}, {"y"}, "c");
+  auto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  ASSERT_TRUE(a->mutable_t()->ParseFromString(tensor));
+  const std::string with_tensor = c.SerializeAsString();
+  auto graph = LoadGraphFromBytes(AsBytes(with_tensor), "", Limits{});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const Tensor& value = graph->nodes[0].attributes[0].tensor.tensor();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(value.data().data()), 8), std::string(8, 'b'));
+}
+
+TEST(ModelInPlaceTest, TheReservedFieldIsRefused) {
+  onnx::ModelProto m = InitializerModel(2);
+  m.mutable_graph()->mutable_initializer(0)->mutable_unknown_fields()->AddVarint(kRawRefField, 0);
+  const std::string bytes = m.SerializeAsString();
+  auto from_bytes = Session::CreateFromBytes(AsBytes(bytes));
+  ASSERT_FALSE(from_bytes.ok());
+  EXPECT_NE(from_bytes.status().message().find("reserves"), std::string::npos)
+      << from_bytes.status().message();
+  auto from_proto = CreateSessionFromProto(m);
+  ASSERT_FALSE(from_proto.ok());
+  EXPECT_NE(from_proto.status().message().find("reserves"), std::string::npos)
+      << from_proto.status().message();
+}
+
+TEST(ModelInPlaceTest, MappedFileOutlivesTheSession) {
+  const std::string path = ::testing::TempDir() + "/idem_inplace_model.onnx";
+  {
+    std::string bytes = InitializerModel(4096).SerializeAsString();
+    FILE* f = fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    fwrite(bytes.data(), 1, bytes.size(), f);
+    fclose(f);
+  }
+  std::vector<Value> outputs;
+  {
+    auto session = Session::Create(path);
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    auto out = session->Run(std::span<const Value>{});
+    ASSERT_TRUE(out.ok());
+    outputs = std::move(out).value();
+  }
+  unlink(path.c_str());
+  // The session is gone and the file unlinked; the value still holds the mapping.
+  const Tensor& y = outputs[0].tensor();
+  ASSERT_EQ(y.data().size(), 4u * 4096);
+  EXPECT_EQ(static_cast<uint8_t>(y.data().data()[5]), static_cast<uint8_t>(5 * 7 + 1));
+}
+
+TEST(ModelInPlaceTest, CopyModeReadsTheFileOnce) {
+  const std::string path = ::testing::TempDir() + "/idem_copy_model.onnx";
+  {
+    std::string bytes = InitializerModel(4096).SerializeAsString();
+    FILE* f = fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    fwrite(bytes.data(), 1, bytes.size(), f);
+    fclose(f);
+  }
+  SessionOptions options;
+  options.external_data = ExternalDataMode::kCopy;
+  auto session = Session::Create(path, options);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  // Truncating a mapped file would make reading the tensor a SIGBUS; a copied one is unaffected.
+  ASSERT_EQ(truncate(path.c_str(), 0), 0);
+  auto out = session->Run(std::span<const Value>{});
+  ASSERT_TRUE(out.ok());
+  const Tensor& y = (*out)[0].tensor();
+  ASSERT_EQ(y.data().size(), 4u * 4096);
+  EXPECT_EQ(static_cast<uint8_t>(y.data().data()[4 * 4096 - 1]),
+            static_cast<uint8_t>((4 * 4096 - 1) * 7 + 1));
+  unlink(path.c_str());
+}
+
+TEST(WireLimitsTest, CountsAreRefusedOnTheWire) {
+  Limits limits;
+  limits.max_nodes = 3;
+  const std::string chain =
+      testing::IdentityChain(TensorTypeProto(ElementType::kFloat, {1}), 13, 4).SerializeAsString();
+  auto r = LoadGraphFromBytes(AsBytes(chain), "", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("max_nodes 3"), std::string::npos) << r.status().message();
+
+  Limits values;
+  values.max_values = 1;
+  r = LoadGraphFromBytes(AsBytes(chain), "", values);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("max_values 1"), std::string::npos) << r.status().message();
+
+  Limits rank;
+  rank.max_rank = 3;
+  onnx::ModelProto m = InitializerModel(1);
+  for (int i = 0; i < 3; ++i) m.mutable_graph()->mutable_initializer(0)->add_dims(1);
+  const std::string four_dims = m.SerializeAsString();
+  r = LoadGraphFromBytes(AsBytes(four_dims), "", rank);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("max_rank 3"), std::string::npos) << r.status().message();
+  // The same limit holds for a message that never went through the walker.
+  auto from_proto = CreateSessionFromProto(m, "", SessionOptions{rank});
+  ASSERT_FALSE(from_proto.ok());
+  EXPECT_NE(from_proto.status().message().find("max_rank 3"), std::string::npos);
+}
+
+TEST(WireLimitsTest, SubgraphDepthIsRefusedOnTheWire) {
+  // A node attribute holding a graph holding a node holding a graph... 20 deep (each level is
+  // three messages deep on the wire, so protobuf's own limit of 100 is not reached).
+  onnx::GraphProto inner;
+  for (int i = 0; i < 20; ++i) {
+    onnx::GraphProto outer;
+    auto* n = outer.add_node();
+    n->set_op_type("If");
+    auto* a = n->add_attribute();
+    a->set_name("then_branch");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = inner;
+    inner = std::move(outer);
+  }
+  onnx::ModelProto m = EmptyModel(13, 8);
+  *m.mutable_graph() = inner;
+  const std::string bytes = m.SerializeAsString();
+  Limits limits;
+  limits.max_graph_depth = 10;
+  auto r = LoadGraphFromBytes(AsBytes(bytes), "", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("max_graph_depth 10"), std::string::npos)
+      << r.status().message();
+  // Deeper than protobuf's recursion limit: refused as protobuf refuses it.
+  for (int i = 0; i < 20; ++i) {
+    onnx::GraphProto outer;
+    auto* a = outer.add_node()->add_attribute();
+    a->set_name("body");
+    *a->mutable_g() = inner;
+    inner = std::move(outer);
+  }
+  *m.mutable_graph() = inner;
+  const std::string deep = m.SerializeAsString();
+  onnx::ModelProto reference;
+  EXPECT_FALSE(reference.ParseFromString(deep));
+  r = LoadGraphFromBytes(AsBytes(deep), "", Limits{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("nested deeper than 100"), std::string::npos)
+      << r.status().message();
+}
+
+TEST(WireLimitsTest, LoadMemoryIsBudgetedBeforeParsing) {
+  // 200,000 empty nodes: 400 KB of file that protobuf would turn into ~60 MB of objects.
+  onnx::ModelProto m = EmptyModel(13, 8);
+  std::string bytes = m.SerializeAsString();
+  std::string graph;
+  for (int i = 0; i < 200000; ++i) graph += std::string("\x0a\x00", 2);
+  onnx::GraphProto g;
+  ASSERT_TRUE(g.ParseFromString(graph));
+  *m.mutable_graph() = g;
+  bytes = m.SerializeAsString();
+  Limits limits;
+  limits.max_load_memory_floor = 16 << 20;
+  limits.max_load_memory_factor = 24;
+  auto r = LoadGraphFromBytes(AsBytes(bytes), "", limits);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("max_load_memory_factor 24"), std::string::npos)
+      << r.status().message();
+  // With the default floor the same file is small enough to be read (and then refused by the
+  // graph rules, not by the budget).
+  auto fine = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
+  EXPECT_TRUE(fine.ok() || fine.status().message().find("max_load_memory") == std::string::npos);
+}
+
+TEST(WireLimitsTest, ValueFilesAreBudgetedBeforeParsing) {
+  // A SequenceProto of 3,000,000 empty tensors: 6 MB that protobuf would make ~1 GB of.
+  std::string bytes;
+  for (int i = 0; i < 3000000; ++i) bytes += std::string("\x1a\x00", 2);
+  const Type declared = Type::Sequence(Type::Tensor(ElementType::kFloat, std::nullopt));
+  auto r = ValueFromProtoBytes(AsBytes(bytes), declared, LoadContext{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("max_load_memory"), std::string::npos)
+      << r.status().message();
+  Limits limits;
+  limits.max_sequence_length = 10;
+  std::string eleven;
+  for (int i = 0; i < 11; ++i) eleven += std::string("\x1a\x00", 2);
+  r = ValueFromProtoBytes(AsBytes(eleven), declared, LoadContext{"", limits, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("max_sequence_length 10"), std::string::npos)
+      << r.status().message();
+}
+
+// The walker must agree with protobuf: on every mutation of a valid model that protobuf parses,
+// the load may fail only for a model rule or a limit, never as a parse failure; on every mutation
+// protobuf refuses, the load fails.
+TEST(WireWalkerTest, AgreesWithProtobufOnMutatedModels) {
+  onnx::ModelProto m = InitializerModel(8);
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type("Constant");
+  n->add_output("c");
+  auto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(2);
+  a->mutable_t()->add_dims(3);
+  a->mutable_t()->set_raw_data("abc");
+  const std::string base = m.SerializeAsString();
+  std::mt19937 rng(12345);
+  int accepted = 0, refused = 0;
+  for (int iteration = 0; iteration < 20000; ++iteration) {
+    std::string bytes = base;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % bytes.size();
+      switch (rng() % 3) {
+        case 0: bytes[at] = static_cast<char>(rng()); break;
+        case 1: bytes.erase(at, 1 + rng() % 4); break;
+        default: bytes.insert(at, 1, static_cast<char>(rng())); break;
+      }
+      if (bytes.empty()) bytes = "x";
+    }
+    onnx::ModelProto reference;
+    const bool parses = reference.ParseFromString(bytes);
+    auto r = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
+    if (!parses) {
+      ++refused;
+      EXPECT_FALSE(r.ok()) << "protobuf refuses, idem accepts, iteration " << iteration;
+      continue;
+    }
+    ++accepted;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().message().find("protobuf parsing failed"), std::string::npos)
+          << "protobuf accepts, the walker refuses: " << r.status().message();
+      continue;
+    }
+    // Same initializer bytes as protobuf's own parse.
+    ASSERT_EQ(r->initializers.size(), static_cast<size_t>(reference.graph().initializer_size()));
+    for (size_t i = 0; i < r->initializers.size(); ++i) {
+      const auto& p = reference.graph().initializer(static_cast<int>(i));
+      if (!p.has_raw_data()) continue;
+      const Tensor& t = r->initializers[i].value.tensor();
+      EXPECT_EQ(std::string(reinterpret_cast<const char*>(t.data().data()), t.data().size()),
+                p.raw_data());
+    }
+    EXPECT_EQ(r->nodes.size(), static_cast<size_t>(reference.graph().node_size()));
+  }
+  EXPECT_GT(accepted, 1000);
+  EXPECT_GT(refused, 1000);
+}
+
+// Non-minimal varints for a main-graph node's tag and length (the walker drops or re-encodes
+// them): accepted or refused exactly as protobuf does.
+TEST(WireWalkerTest, OverlongTagsAndLengthsAgreeWithProtobuf) {
+  onnx::ModelProto m = testing::IdentityChain(TensorTypeProto(ElementType::kFloat, {2}), 13, 1);
+  const std::string node = m.graph().node(0).SerializeAsString();
+  m.mutable_graph()->clear_node();
+  const std::string rest = m.graph().SerializeAsString();
+  auto padded = [](uint64_t v, int bytes) {
+    std::string s;
+    for (int i = 0; i < bytes; ++i) {
+      const uint8_t b = static_cast<uint8_t>(v & 0x7f);
+      v >>= 7;
+      s += static_cast<char>(i + 1 < bytes ? (b | 0x80) : b);
+    }
+    return s;
+  };
+  onnx::ModelProto head = EmptyModel(13, 8);
+  for (int tag_bytes : {1, 2, 5, 6}) {
+    for (int length_bytes : {1, 3, 5, 6, 10}) {
+      const std::string graph = padded(1 << 3 | 2, tag_bytes) +
+                                padded(node.size(), length_bytes) + node + rest;
+      const std::string bytes =
+          head.SerializeAsString() + "\x3a" + padded(graph.size(), 2) + graph;
+      onnx::ModelProto reference;
+      const bool parses = reference.ParseFromString(bytes);
+      auto r = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
+      const bool parse_failed =
+          !r.ok() && r.status().message().find("protobuf parsing failed") != std::string::npos;
+      EXPECT_EQ(parses, !parse_failed)
+          << "tag " << tag_bytes << " bytes, length " << length_bytes
+          << " bytes: " << (r.ok() ? "ok" : r.status().message());
+    }
+  }
+}
+
+// A model over 2 GiB, created sparsely (a hole of zeros costs no disk): one uint8 initializer of
+// 2.5 GiB in raw_data, returned by Identity. Only the header pages are ever touched.
+TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
+  const uint64_t n = (uint64_t{5} << 29);  // 2.5 GiB
+  onnx::TensorProto head;
+  head.set_name("w");
+  head.set_data_type(static_cast<int32_t>(ElementType::kUint8));
+  head.add_dims(static_cast<int64_t>(n));
+  std::string tensor = head.SerializeAsString();
+  // raw_data tag (field 9, length-delimited) and length; the payload follows in the file.
+  uint8_t buffer[16];
+  uint8_t* p = buffer;
+  *p++ = 0x4a;
+  for (uint64_t v = n; ; v >>= 7) {
+    if (v < 0x80) { *p++ = static_cast<uint8_t>(v); break; }
+    *p++ = static_cast<uint8_t>(v | 0x80);
+  }
+  tensor.append(reinterpret_cast<char*>(buffer), static_cast<size_t>(p - buffer));
+  const uint64_t tensor_size = tensor.size() + n;
+
+  onnx::GraphProto rest;
+  AddNode(&rest, "Identity", {"w"}, {"y"}, "id");
+  AddValueInfo(rest.mutable_output(), "y",
+               TensorTypeProto(ElementType::kUint8, {static_cast<int64_t>(n)}));
+  const std::string rest_bytes = rest.SerializeAsString();
+
+  auto varint = [](uint64_t v) {
+    std::string s;
+    for (;; v >>= 7) {
+      if (v < 0x80) { s += static_cast<char>(v); break; }
+      s += static_cast<char>(v | 0x80);
+    }
+    return s;
+  };
+  // graph = initializer field (5) + rest
+  std::string graph_head = std::string("\x2a") + varint(tensor_size) + tensor;
+  const uint64_t graph_size = graph_head.size() + n + rest_bytes.size();
+  onnx::ModelProto m = EmptyModel(13, 8);
+  std::string model_head = m.SerializeAsString() + std::string("\x3a") + varint(graph_size) +
+                           graph_head;
+  const uint64_t total = model_head.size() + n + rest_bytes.size();
+  ASSERT_GT(total, uint64_t{2} << 30);
+
+  const std::string path = ::testing::TempDir() + "/idem_large_model.onnx";
+  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pwrite(fd, model_head.data(), model_head.size(), 0),
+            static_cast<ssize_t>(model_head.size()));
+  ASSERT_EQ(pwrite(fd, rest_bytes.data(), rest_bytes.size(),
+                   static_cast<off_t>(model_head.size() + n)),
+            static_cast<ssize_t>(rest_bytes.size()));
+  close(fd);
+
+  rusage before {};
+  getrusage(RUSAGE_SELF, &before);
+  {
+    auto session = Session::Create(path);
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    auto out = session->Run(std::span<const Value>{});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const Tensor& y = (*out)[0].tensor();
+    ASSERT_EQ(y.data().size(), n);
+    EXPECT_EQ(y.shape()[0], static_cast<int64_t>(n));
+    EXPECT_EQ(static_cast<uint8_t>(y.data().data()[0]), 0);
+    EXPECT_EQ(static_cast<uint8_t>(y.data().data()[n - 1]), 0);
+    EXPECT_EQ(static_cast<uint8_t>(y.data().data()[n / 2]), 0);
+    EXPECT_NE(session->Describe().find(fmt::format("raw_data: {} bytes in place", n)),
+              std::string::npos)
+        << session->Describe();
+  }
+  rusage after {};
+  getrusage(RUSAGE_SELF, &after);
+  unlink(path.c_str());
+  // ru_maxrss is in KiB: the peak grew by less than 64 MiB although the tensor is 2.5 GiB.
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024);
+}
+
+}  // namespace
+}  // namespace idem
