@@ -2,6 +2,7 @@
 // the size. (The planner usually erases Identity nodes altogether; this kernel runs when that
 // rewrite is off.)
 #include "src/kernels/kernel.h"
+#include "src/kernels/tensor_util.h"
 
 namespace idem {
 namespace {
@@ -16,28 +17,10 @@ class IdentityKernel final : public Kernel {
   }
 };
 
-// Element types each version adds to the plain tensor set (sequences and optionals never widen
-// beyond the base 15).
+// Element types each version accepts in a plain tensor (sequences and optionals never widen beyond
+// the base 15): Identity gained bfloat16 at 13, then the shared schedule of newer types.
 std::vector<ElementType> TensorElementsAt(int version) {
-  using E = ElementType;
-  std::vector<ElementType> e = BaseElementTypes();
-  if (version >= 13) e.push_back(E::kBfloat16);
-  if (version >= 19) {
-    for (E t : {E::kFloat8E4M3FN, E::kFloat8E4M3FNUZ, E::kFloat8E5M2, E::kFloat8E5M2FNUZ}) {
-      e.push_back(t);
-    }
-  }
-  if (version >= 21) {
-    e.push_back(E::kUint4);
-    e.push_back(E::kInt4);
-  }
-  if (version >= 23) e.push_back(E::kFloat4E2M1);
-  if (version >= 24) e.push_back(E::kFloat8E8M0);
-  if (version >= 25) {
-    e.push_back(E::kUint2);
-    e.push_back(E::kInt2);
-  }
-  return e;
+  return tensor_util::AllElementsAt(version, /*bfloat16_since=*/13);
 }
 
 KernelSchema IdentitySchema(int version) {
