@@ -24,7 +24,13 @@ echo "== configure + build $DIR ($CXX, -fsanitize=$SAN)"
 cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DIDEM_SANITIZE="$SAN" -DIDEM_BUILD_TESTS=ON \
   -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_PYTHON=OFF -DIDEM_BUILD_FUZZ=OFF >/dev/null
-cmake --build "$DIR" -j"$(nproc)" | tail -1
+# The build log is kept; on failure its errors are shown (not only the last line).
+if ! cmake --build "$DIR" -j"$(nproc)" >"$DIR/build.log" 2>&1; then
+  grep -E -A8 'error|FAILED' "$DIR/build.log" | head -80
+  echo "sanitize: build failed (full log: $DIR/build.log)" >&2
+  exit 1
+fi
+tail -1 "$DIR/build.log"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1:strict_string_checks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}

@@ -487,7 +487,7 @@ TEST(OptimizeTest, IdentityWithFieldsNewerThanTheSchemaIsKept) {
     auto* unknown = id->mutable_unknown_fields();
     if (variant == 1) unknown->AddLengthDelimited(8, "v2");
     if (variant == 2) unknown->AddLengthDelimited(9, std::string("\x0a\x01k\x12\x01v", 6));
-    if (variant == 3) unknown->AddLengthDelimited(10, std::string("\x0a\x03cfg\x18\x01", 7));
+    if (variant == 3) unknown->AddLengthDelimited(10, std::string("\x0a\x03" "cfg" "\x18\x01", 7));
     auto o = Optimize(m);
     if (variant == 0) {
       EXPECT_EQ(o.report.removed, 1u);
