@@ -85,7 +85,8 @@ TEST(WireWalkerTest, RawDataBecomesAReferenceIntoTheInput) {
   EXPECT_LT(compact->bytes.size(), 100u);
   onnx::ModelProto original;
   ASSERT_TRUE(original.ParseFromString(bytes));
-  EXPECT_EQ(bytes.substr(compact->refs[0].offset, 4000), original.graph().initializer(0).raw_data());
+  EXPECT_EQ(bytes.substr(compact->refs[0].offset, 4000),
+            original.graph().initializer(0).raw_data());
   onnx::ModelProto parsed;
   ASSERT_TRUE(parsed.ParseFromString(compact->bytes));
   EXPECT_FALSE(parsed.graph().initializer(0).has_raw_data());
@@ -190,7 +191,8 @@ TEST(ModelInPlaceTest, RawDataKeepsTheLastOccurrenceAsProtobufDoes) {
   auto graph = LoadGraphFromBytes(AsBytes(with_tensor), "", Limits{});
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   const Tensor& value = graph->nodes[0].attributes[0].tensor.tensor();
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(value.data().data()), 8), std::string(8, 'b'));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(value.data().data()), 8),
+            std::string(8, 'b'));
 }
 
 TEST(ModelInPlaceTest, TheReservedFieldIsRefused) {
@@ -199,12 +201,10 @@ TEST(ModelInPlaceTest, TheReservedFieldIsRefused) {
   const std::string bytes = m.SerializeAsString();
   auto from_bytes = Session::CreateFromBytes(AsBytes(bytes));
   ASSERT_FALSE(from_bytes.ok());
-  EXPECT_NE(from_bytes.status().message().find("reserves"), std::string::npos)
-      << from_bytes.status().message();
+  EXPECT_STATUS(from_bytes, StatusCode::kInvalidModel, "reserves");
   auto from_proto = CreateSessionFromProto(m);
   ASSERT_FALSE(from_proto.ok());
-  EXPECT_NE(from_proto.status().message().find("reserves"), std::string::npos)
-      << from_proto.status().message();
+  EXPECT_STATUS(from_proto, StatusCode::kInvalidModel, "reserves");
 }
 
 TEST(ModelInPlaceTest, MappedFileOutlivesTheSession) {
@@ -262,14 +262,13 @@ TEST(WireLimitsTest, CountsAreRefusedOnTheWire) {
       testing::IdentityChain(TensorTypeProto(ElementType::kFloat, {1}), 13, 4).SerializeAsString();
   auto r = LoadGraphFromBytes(AsBytes(chain), "", limits);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(r.status().message().find("max_nodes 3"), std::string::npos) << r.status().message();
+  EXPECT_STATUS(r, StatusCode::kResourceExhausted, "max_nodes 3");
 
   Limits values;
   values.max_values = 1;
   r = LoadGraphFromBytes(AsBytes(chain), "", values);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("max_values 1"), std::string::npos) << r.status().message();
+  EXPECT_STATUS(r, StatusCode::kResourceExhausted, "max_values 1");
 
   Limits rank;
   rank.max_rank = 3;
@@ -278,11 +277,11 @@ TEST(WireLimitsTest, CountsAreRefusedOnTheWire) {
   const std::string four_dims = m.SerializeAsString();
   r = LoadGraphFromBytes(AsBytes(four_dims), "", rank);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("max_rank 3"), std::string::npos) << r.status().message();
+  EXPECT_STATUS(r, StatusCode::kResourceExhausted, "max_rank 3");
   // The same limit holds for a message that never went through the walker.
   auto from_proto = CreateSessionFromProto(m, "", SessionOptions{rank});
   ASSERT_FALSE(from_proto.ok());
-  EXPECT_NE(from_proto.status().message().find("max_rank 3"), std::string::npos);
+  EXPECT_STATUS(from_proto, StatusCode::kResourceExhausted, "max_rank 3");
 }
 
 TEST(WireLimitsTest, SubgraphDepthIsRefusedOnTheWire) {
@@ -306,9 +305,7 @@ TEST(WireLimitsTest, SubgraphDepthIsRefusedOnTheWire) {
   limits.max_graph_depth = 10;
   auto r = LoadGraphFromBytes(AsBytes(bytes), "", limits);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(r.status().message().find("max_graph_depth 10"), std::string::npos)
-      << r.status().message();
+  EXPECT_STATUS(r, StatusCode::kResourceExhausted, "max_graph_depth 10");
   // Deeper than protobuf's recursion limit: refused as protobuf refuses it.
   for (int i = 0; i < 20; ++i) {
     onnx::GraphProto outer;
@@ -323,8 +320,7 @@ TEST(WireLimitsTest, SubgraphDepthIsRefusedOnTheWire) {
   EXPECT_FALSE(reference.ParseFromString(deep));
   r = LoadGraphFromBytes(AsBytes(deep), "", Limits{});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("nested deeper than 100"), std::string::npos)
-      << r.status().message();
+  EXPECT_STATUS(r, StatusCode::kInvalidModel, "nested deeper than 100");
 }
 
 TEST(WireLimitsTest, LoadMemoryIsBudgetedBeforeParsing) {
@@ -342,9 +338,7 @@ TEST(WireLimitsTest, LoadMemoryIsBudgetedBeforeParsing) {
   limits.max_load_memory_factor = 24;
   auto r = LoadGraphFromBytes(AsBytes(bytes), "", limits);
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(r.status().message().find("max_load_memory_factor 24"), std::string::npos)
-      << r.status().message();
+  EXPECT_STATUS(r, StatusCode::kResourceExhausted, "max_load_memory_factor 24");
   // With the default floor the same file is small enough to be read (and then refused by the
   // graph rules, not by the budget).
   auto fine = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
@@ -358,17 +352,14 @@ TEST(WireLimitsTest, ValueFilesAreBudgetedBeforeParsing) {
   const Type declared = Type::Sequence(Type::Tensor(ElementType::kFloat, std::nullopt));
   auto r = ValueFromProtoBytes(AsBytes(bytes), declared, LoadContext{});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(r.status().message().find("max_load_memory"), std::string::npos)
-      << r.status().message();
+  EXPECT_STATUS(r, StatusCode::kResourceExhausted, "max_load_memory");
   Limits limits;
   limits.max_sequence_length = 10;
   std::string eleven;
   for (int i = 0; i < 11; ++i) eleven += std::string("\x1a\x00", 2);
   r = ValueFromProtoBytes(AsBytes(eleven), declared, LoadContext{"", limits, {}});
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("max_sequence_length 10"), std::string::npos)
-      << r.status().message();
+  EXPECT_STATUS(r, StatusCode::kResourceExhausted, "max_sequence_length 10");
 }
 
 // The walker must agree with protobuf: on every mutation of a valid model that protobuf parses,
@@ -394,9 +385,15 @@ TEST(WireWalkerTest, AgreesWithProtobufOnMutatedModels) {
     for (int e = 0; e < edits; ++e) {
       const size_t at = rng() % bytes.size();
       switch (rng() % 3) {
-        case 0: bytes[at] = static_cast<char>(rng()); break;
-        case 1: bytes.erase(at, 1 + rng() % 4); break;
-        default: bytes.insert(at, 1, static_cast<char>(rng())); break;
+        case 0:
+          bytes[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          bytes.erase(at, 1 + rng() % 4);
+          break;
+        default:
+          bytes.insert(at, 1, static_cast<char>(rng()));
+          break;
       }
       if (bytes.empty()) bytes = "x";
     }
@@ -448,18 +445,16 @@ TEST(WireWalkerTest, OverlongTagsAndLengthsAgreeWithProtobuf) {
   onnx::ModelProto head = EmptyModel(13, 8);
   for (int tag_bytes : {1, 2, 5, 6}) {
     for (int length_bytes : {1, 3, 5, 6, 10}) {
-      const std::string graph = padded(1 << 3 | 2, tag_bytes) +
-                                padded(node.size(), length_bytes) + node + rest;
-      const std::string bytes =
-          head.SerializeAsString() + "\x3a" + padded(graph.size(), 2) + graph;
+      const std::string graph =
+          padded(1 << 3 | 2, tag_bytes) + padded(node.size(), length_bytes) + node + rest;
+      const std::string bytes = head.SerializeAsString() + "\x3a" + padded(graph.size(), 2) + graph;
       onnx::ModelProto reference;
       const bool parses = reference.ParseFromString(bytes);
       auto r = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
       const bool parse_failed =
           !r.ok() && r.status().message().find("protobuf parsing failed") != std::string::npos;
-      EXPECT_EQ(parses, !parse_failed)
-          << "tag " << tag_bytes << " bytes, length " << length_bytes
-          << " bytes: " << (r.ok() ? "ok" : r.status().message());
+      EXPECT_EQ(parses, !parse_failed) << "tag " << tag_bytes << " bytes, length " << length_bytes
+                                       << " bytes: " << (r.ok() ? "ok" : r.status().message());
     }
   }
 }
@@ -477,8 +472,11 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   uint8_t buffer[16];
   uint8_t* p = buffer;
   *p++ = 0x4a;
-  for (uint64_t v = n; ; v >>= 7) {
-    if (v < 0x80) { *p++ = static_cast<uint8_t>(v); break; }
+  for (uint64_t v = n;; v >>= 7) {
+    if (v < 0x80) {
+      *p++ = static_cast<uint8_t>(v);
+      break;
+    }
     *p++ = static_cast<uint8_t>(v | 0x80);
   }
   tensor.append(reinterpret_cast<char*>(buffer), static_cast<size_t>(p - buffer));
@@ -493,7 +491,10 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   auto varint = [](uint64_t v) {
     std::string s;
     for (;; v >>= 7) {
-      if (v < 0x80) { s += static_cast<char>(v); break; }
+      if (v < 0x80) {
+        s += static_cast<char>(v);
+        break;
+      }
       s += static_cast<char>(v | 0x80);
     }
     return s;
@@ -502,8 +503,8 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   std::string graph_head = std::string("\x2a") + varint(tensor_size) + tensor;
   const uint64_t graph_size = graph_head.size() + n + rest_bytes.size();
   onnx::ModelProto m = EmptyModel(13, 8);
-  std::string model_head = m.SerializeAsString() + std::string("\x3a") + varint(graph_size) +
-                           graph_head;
+  std::string model_head =
+      m.SerializeAsString() + std::string("\x3a") + varint(graph_size) + graph_head;
   const uint64_t total = model_head.size() + n + rest_bytes.size();
   ASSERT_GT(total, uint64_t{2} << 30);
 
@@ -512,12 +513,12 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(pwrite(fd, model_head.data(), model_head.size(), 0),
             static_cast<ssize_t>(model_head.size()));
-  ASSERT_EQ(pwrite(fd, rest_bytes.data(), rest_bytes.size(),
-                   static_cast<off_t>(model_head.size() + n)),
-            static_cast<ssize_t>(rest_bytes.size()));
+  ASSERT_EQ(
+      pwrite(fd, rest_bytes.data(), rest_bytes.size(), static_cast<off_t>(model_head.size() + n)),
+      static_cast<ssize_t>(rest_bytes.size()));
   close(fd);
 
-  rusage before {};
+  rusage before{};
   getrusage(RUSAGE_SELF, &before);
   {
     auto session = Session::Create(path);
@@ -534,7 +535,7 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
               std::string::npos)
         << session->Describe();
   }
-  rusage after {};
+  rusage after{};
   getrusage(RUSAGE_SELF, &after);
   unlink(path.c_str());
   // ru_maxrss is in KiB: the peak grew by less than 64 MiB although the tensor is 2.5 GiB.
