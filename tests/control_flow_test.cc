@@ -145,7 +145,8 @@ onnx::ModelProto NestedIfs(int depth_extra = 0) {
 
 TEST(IfTest, NestedThreeDeepReadsValuesFromEveryLevel) {
   Session s = MustCreate(NestedIfs());
-  EXPECT_EQ(FloatsOf(s.Run({Bool(true), Floats({1}, {1})}).value()[0]), (std::vector<float>{1111}));
+  EXPECT_EQ(FloatsOf(s.Run({Bool(true), Floats({1}, {1})}).value()[0]),
+            (std::vector<float>{1111}));
 }
 
 TEST(IfTest, GraphDepthIsBoundedByTheLimit) {
@@ -328,12 +329,7 @@ TEST(LoopTest, CarriesSequencesAndOptionals) {
 
 TEST(LoopTest, BodyInputCountMustMatch) {
   onnx::ModelProto m = CountingLoop("M", "");
-  m.mutable_graph()
-      ->mutable_node(0)
-      ->mutable_attribute(0)
-      ->mutable_g()
-      ->mutable_input()
-      ->RemoveLast();
+  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g()->mutable_input()->RemoveLast();
   EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel,
                 "the body has 2 inputs; a Loop with 1 carried values needs 3");
 }
@@ -435,7 +431,8 @@ TEST(SequenceMapTest, ExtraInputsAndSeveralOutputs) {
   AddNode(&body, "Shape", {"e"}, {"shape"});
   SetGraph(node, "body", body);
   Session session = MustCreate(m);
-  Value seq = Value::MakeSequence(E::kFloat, {Floats({2}, {1, 2}), Floats({3}, {3, 4, 5})}).value();
+  Value seq =
+      Value::MakeSequence(E::kFloat, {Floats({2}, {1, 2}), Floats({3}, {3, 4, 5})}).value();
   auto out = session.Run({seq, Floats({1}, {10})}).value();
   ASSERT_EQ(out[0].sequence().size(), 2u);
   EXPECT_EQ(FloatsOf(out[0].sequence().at(1)), (std::vector<float>{13, 14, 15}));
@@ -627,9 +624,9 @@ TEST(KernelRunnerTest, ShapeStartEndAndUnsqueezeSharesBytes) {
             (std::vector<int64_t>{4}));
   EXPECT_EQ(Ints(KernelRunner("Shape", 15).IntAttr("end", -1).Run({x}).value()[0]),
             (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(
-      Ints(KernelRunner("Shape", 15).IntAttr("start", -10).IntAttr("end", 10).Run({x}).value()[0]),
-      (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(Ints(KernelRunner("Shape", 15).IntAttr("start", -10).IntAttr("end", 10).Run({x})
+                     .value()[0]),
+            (std::vector<int64_t>{2, 3, 4}));
   // Shape-1 does not take start.
   auto axes = MakeTensorOf<int64_t>(E::kInt64, {2}, {0, -1});
   auto u = KernelRunner("Unsqueeze", 13).Run({x, axes}).value();

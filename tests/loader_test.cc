@@ -85,8 +85,7 @@ TEST(WireWalkerTest, RawDataBecomesAReferenceIntoTheInput) {
   EXPECT_LT(compact->bytes.size(), 100u);
   onnx::ModelProto original;
   ASSERT_TRUE(original.ParseFromString(bytes));
-  EXPECT_EQ(bytes.substr(compact->refs[0].offset, 4000),
-            original.graph().initializer(0).raw_data());
+  EXPECT_EQ(bytes.substr(compact->refs[0].offset, 4000), original.graph().initializer(0).raw_data());
   onnx::ModelProto parsed;
   ASSERT_TRUE(parsed.ParseFromString(compact->bytes));
   EXPECT_FALSE(parsed.graph().initializer(0).has_raw_data());
@@ -191,8 +190,7 @@ TEST(ModelInPlaceTest, RawDataKeepsTheLastOccurrenceAsProtobufDoes) {
   auto graph = LoadGraphFromBytes(AsBytes(with_tensor), "", Limits{});
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   const Tensor& value = graph->nodes[0].attributes[0].tensor.tensor();
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(value.data().data()), 8),
-            std::string(8, 'b'));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(value.data().data()), 8), std::string(8, 'b'));
 }
 
 TEST(ModelInPlaceTest, TheReservedFieldIsRefused) {
@@ -385,15 +383,9 @@ TEST(WireWalkerTest, AgreesWithProtobufOnMutatedModels) {
     for (int e = 0; e < edits; ++e) {
       const size_t at = rng() % bytes.size();
       switch (rng() % 3) {
-        case 0:
-          bytes[at] = static_cast<char>(rng());
-          break;
-        case 1:
-          bytes.erase(at, 1 + rng() % 4);
-          break;
-        default:
-          bytes.insert(at, 1, static_cast<char>(rng()));
-          break;
+        case 0: bytes[at] = static_cast<char>(rng()); break;
+        case 1: bytes.erase(at, 1 + rng() % 4); break;
+        default: bytes.insert(at, 1, static_cast<char>(rng())); break;
       }
       if (bytes.empty()) bytes = "x";
     }
@@ -445,16 +437,18 @@ TEST(WireWalkerTest, OverlongTagsAndLengthsAgreeWithProtobuf) {
   onnx::ModelProto head = EmptyModel(13, 8);
   for (int tag_bytes : {1, 2, 5, 6}) {
     for (int length_bytes : {1, 3, 5, 6, 10}) {
-      const std::string graph =
-          padded(1 << 3 | 2, tag_bytes) + padded(node.size(), length_bytes) + node + rest;
-      const std::string bytes = head.SerializeAsString() + "\x3a" + padded(graph.size(), 2) + graph;
+      const std::string graph = padded(1 << 3 | 2, tag_bytes) +
+                                padded(node.size(), length_bytes) + node + rest;
+      const std::string bytes =
+          head.SerializeAsString() + "\x3a" + padded(graph.size(), 2) + graph;
       onnx::ModelProto reference;
       const bool parses = reference.ParseFromString(bytes);
       auto r = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
       const bool parse_failed =
           !r.ok() && r.status().message().find("protobuf parsing failed") != std::string::npos;
-      EXPECT_EQ(parses, !parse_failed) << "tag " << tag_bytes << " bytes, length " << length_bytes
-                                       << " bytes: " << (r.ok() ? "ok" : r.status().message());
+      EXPECT_EQ(parses, !parse_failed)
+          << "tag " << tag_bytes << " bytes, length " << length_bytes
+          << " bytes: " << (r.ok() ? "ok" : r.status().message());
     }
   }
 }
@@ -472,11 +466,8 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   uint8_t buffer[16];
   uint8_t* p = buffer;
   *p++ = 0x4a;
-  for (uint64_t v = n;; v >>= 7) {
-    if (v < 0x80) {
-      *p++ = static_cast<uint8_t>(v);
-      break;
-    }
+  for (uint64_t v = n; ; v >>= 7) {
+    if (v < 0x80) { *p++ = static_cast<uint8_t>(v); break; }
     *p++ = static_cast<uint8_t>(v | 0x80);
   }
   tensor.append(reinterpret_cast<char*>(buffer), static_cast<size_t>(p - buffer));
@@ -491,10 +482,7 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   auto varint = [](uint64_t v) {
     std::string s;
     for (;; v >>= 7) {
-      if (v < 0x80) {
-        s += static_cast<char>(v);
-        break;
-      }
+      if (v < 0x80) { s += static_cast<char>(v); break; }
       s += static_cast<char>(v | 0x80);
     }
     return s;
@@ -503,8 +491,8 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   std::string graph_head = std::string("\x2a") + varint(tensor_size) + tensor;
   const uint64_t graph_size = graph_head.size() + n + rest_bytes.size();
   onnx::ModelProto m = EmptyModel(13, 8);
-  std::string model_head =
-      m.SerializeAsString() + std::string("\x3a") + varint(graph_size) + graph_head;
+  std::string model_head = m.SerializeAsString() + std::string("\x3a") + varint(graph_size) +
+                           graph_head;
   const uint64_t total = model_head.size() + n + rest_bytes.size();
   ASSERT_GT(total, uint64_t{2} << 30);
 
@@ -513,12 +501,12 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(pwrite(fd, model_head.data(), model_head.size(), 0),
             static_cast<ssize_t>(model_head.size()));
-  ASSERT_EQ(
-      pwrite(fd, rest_bytes.data(), rest_bytes.size(), static_cast<off_t>(model_head.size() + n)),
-      static_cast<ssize_t>(rest_bytes.size()));
+  ASSERT_EQ(pwrite(fd, rest_bytes.data(), rest_bytes.size(),
+                   static_cast<off_t>(model_head.size() + n)),
+            static_cast<ssize_t>(rest_bytes.size()));
   close(fd);
 
-  rusage before{};
+  rusage before {};
   getrusage(RUSAGE_SELF, &before);
   {
     auto session = Session::Create(path);
@@ -535,7 +523,7 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
               std::string::npos)
         << session->Describe();
   }
-  rusage after{};
+  rusage after {};
   getrusage(RUSAGE_SELF, &after);
   unlink(path.c_str());
   // ru_maxrss is in KiB: the peak grew by less than 64 MiB although the tensor is 2.5 GiB.
