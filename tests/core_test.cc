@@ -223,5 +223,20 @@ TEST(TextTest, StatusMessagesNeverHoldControlCharacters) {
   EXPECT_EQ(Status(StatusCode::kInvalidModel, "plain 'ok' text").message(), "plain 'ok' text");
 }
 
+// The shared test matcher must fail on each way an error can differ from what a test expects.
+TEST(StatusMatcherTest, FailsOnOkWrongCodeOrMissingFragment) {
+  const Status error(StatusCode::kInvalidModel, "node 'n0': bad attribute");
+  EXPECT_TRUE(testing::StatusIs(error, StatusCode::kInvalidModel, "bad attribute"));
+  EXPECT_FALSE(testing::StatusIs(Status(), StatusCode::kInvalidModel, ""));
+  EXPECT_FALSE(testing::StatusIs(error, StatusCode::kUnsupported, "bad attribute"));
+  auto missing = testing::StatusIs(error, StatusCode::kInvalidModel, "bad input");
+  EXPECT_FALSE(missing);
+  // The failure names the actual code and the whole message.
+  EXPECT_NE(std::string(missing.message()).find("INVALID_MODEL: node 'n0': bad attribute"),
+            std::string::npos);
+  Result<int> result = Status(StatusCode::kOutOfRange, "index 7");
+  EXPECT_STATUS(result, StatusCode::kOutOfRange, "index 7");
+}
+
 }  // namespace
 }  // namespace idem
