@@ -107,7 +107,8 @@ TEST(IfTest, BranchesMustAgreeOnStructure) {
   onnx::ModelProto m = IfOuterIdentity();
   auto* else_g = m.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g();
   else_g->mutable_node(0)->set_op_type("SequenceConstruct");
-  EXPECT_CONTAINS(PlanError(m), "in then_branch but seq(tensor(float)) in else_branch");
+  EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel,
+                "in then_branch but seq(tensor(float)) in else_branch");
 }
 
 // Three nested Ifs; the innermost adds a value from every level: a (main) + b1 + b2 + b3.
@@ -153,8 +154,7 @@ TEST(IfTest, GraphDepthIsBoundedByTheLimit) {
   options.limits.max_graph_depth = 2;
   auto s = CreateSessionFromProto(NestedIfs(), "", options);
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_CONTAINS(s.status().message(), "max_graph_depth 2");
+  EXPECT_STATUS(s, StatusCode::kResourceExhausted, "max_graph_depth 2");
 }
 
 TEST(IfTest, ShadowingAnOuterNameIsAnError) {
@@ -163,14 +163,15 @@ TEST(IfTest, ShadowingAnOuterNameIsAnError) {
   auto* then_g = m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g();
   then_g->mutable_node(0)->set_output(0, "y");
   then_g->mutable_output(0)->set_name("y");
-  EXPECT_CONTAINS(PlanError(m), "'y' shadows a value of an enclosing graph");
+  EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel,
+                "'y' shadows a value of an enclosing graph");
 }
 
 TEST(IfTest, UndefinedOuterNameIsReported) {
   onnx::ModelProto m = IfOuterIdentity();
   auto* then_g = m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g();
   then_g->mutable_node(0)->set_input(0, "nowhere");
-  EXPECT_CONTAINS(PlanError(m), "input 'nowhere' is undefined");
+  EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel, "input 'nowhere' is undefined");
 }
 
 // Loop with `m_name`/`cond_name` ('' to omit) carrying x: float[1] (+1 per iteration) and
@@ -254,8 +255,7 @@ TEST(LoopTest, NeitherTripCountNorConditionRunsUntilCancelled) {
   auto out = s.Run(feeds, options);
   stopper.join();
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), StatusCode::kCancelled);
-  EXPECT_CONTAINS(out.status().message(), "loop0");
+  EXPECT_STATUS(out, StatusCode::kCancelled, "loop0");
 }
 
 TEST(LoopTest, DeadlineStopsAnEndlessLoop) {
@@ -330,7 +330,8 @@ TEST(LoopTest, CarriesSequencesAndOptionals) {
 TEST(LoopTest, BodyInputCountMustMatch) {
   onnx::ModelProto m = CountingLoop("M", "");
   m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g()->mutable_input()->RemoveLast();
-  EXPECT_CONTAINS(PlanError(m), "the body has 2 inputs; a Loop with 1 carried values needs 3");
+  EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel,
+                "the body has 2 inputs; a Loop with 1 carried values needs 3");
 }
 
 // Scan-9+: sum over axis `axis` of x (direction `dir`), scan output = running sums stacked along
@@ -407,7 +408,8 @@ TEST(ScanTest, Scan8SequenceLensMustCoverTheBatch) {
   EXPECT_EQ(FloatsOf(ok[0]), (std::vector<float>{9, 12, 27, 30}));
   auto short_lens = s.Run({MakeTensorOf<int64_t>(E::kInt64, {1}, {3}), init, x});
   ASSERT_FALSE(short_lens.ok());
-  EXPECT_CONTAINS(short_lens.status().message(), "sequence_lens has 1 entries for a batch of 2");
+  EXPECT_STATUS(short_lens, StatusCode::kInvalidArgument,
+                "sequence_lens has 1 entries for a batch of 2");
 }
 
 TEST(SequenceMapTest, ExtraInputsAndSeveralOutputs) {
@@ -474,9 +476,8 @@ TEST(BudgetTest, CrossingTheRunBudgetNamesTheNode) {
   std::vector<float> data(1 << 18, 1.0f);
   auto out = s.Run({Floats({1 << 18}, data)});
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_CONTAINS(out.status().message(), "node 'add0'");
-  EXPECT_CONTAINS(out.status().message(), "max_run_bytes");
+  EXPECT_STATUS(out, StatusCode::kResourceExhausted, "node 'add0'");
+  EXPECT_STATUS(out, StatusCode::kResourceExhausted, "max_run_bytes");
 }
 
 TEST(BudgetTest, DoublingThroughSequencesIsStoppedByTheBudget) {
@@ -500,8 +501,7 @@ TEST(BudgetTest, DoublingThroughSequencesIsStoppedByTheBudget) {
   Session s = CreateSessionFromProto(m, "", options).value();
   auto out = s.Run({Floats({1024}, std::vector<float>(1024, 1))});
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_CONTAINS(out.status().message(), "node 'concat");
+  EXPECT_STATUS(out, StatusCode::kResourceExhausted, "node 'concat");
 }
 
 // 40 SplitToSequence nodes splitting one empty tensor, all results kept as outputs: the chunks'
@@ -527,8 +527,7 @@ TEST(BudgetTest, ManySplitsOfAnEmptyTensorAreCharged) {
   Session s = CreateSessionFromProto(model(5000), "", options).value();
   auto out = s.Run({Floats({0, 5000}, {})});
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_CONTAINS(out.status().message(), "node 'split");
+  EXPECT_STATUS(out, StatusCode::kResourceExhausted, "node 'split");
   // With the default budget the same run succeeds.
   auto fine = MustCreate(model(5000)).Run({Floats({0, 5000}, {})});
   ASSERT_TRUE(fine.ok()) << fine.status().message();
@@ -564,7 +563,7 @@ TEST(ScaleTest, ManyInputsByNameAndManyOutputs) {
   AddNode(w, "Add", {"x", "x"}, {"y"});
   for (int i = 0; i < 160000; ++i) AddValueInfo(w->mutable_output(), "y", F32({1}));
   // Listing one output many times is refused, but only after a linear scan.
-  EXPECT_CONTAINS(PlanError(wide), "graph output 'y' is listed twice");
+  EXPECT_STATUS(PlanError(wide), StatusCode::kInvalidModel, "graph output 'y' is listed twice");
 }
 
 // ---- Kernels through KernelRunner -------------------------------------------------------------
@@ -581,8 +580,7 @@ TEST(KernelRunnerTest, AddBroadcastsAndWrapsIntegers) {
             (std::vector<int32_t>{INT32_MIN, INT32_MIN + 1, INT32_MIN + 2, 2, 3, 4}));
   auto a22 = MakeTensorOf<int32_t>(E::kInt32, {2, 2}, {1, 2, 3, 4});
   auto bad = KernelRunner("Add", 14).Run({a22, b});
-  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_CONTAINS(bad.status().message(), "cannot be broadcast");
+  EXPECT_STATUS(bad, StatusCode::kInvalidArgument, "cannot be broadcast");
   // uint8 needs Add-14.
   auto u8 = MakeTensorOf<uint8_t>(E::kUint8, {1}, {250});
   EXPECT_FALSE(KernelRunner("Add", 13).Run({u8, u8}).ok());
@@ -617,7 +615,7 @@ TEST(KernelRunnerTest, SliceWithNegativeStepsAndClamping) {
   EXPECT_EQ(Ints(out[0]), (std::vector<int64_t>{4, 2, 0}));
   auto zero = MakeTensorOf<int64_t>(E::kInt64, {1}, {0});
   auto bad = KernelRunner("Slice", 13).Run({x, starts, ends, axes, zero});
-  EXPECT_CONTAINS(bad.status().message(), "a step of 0");
+  EXPECT_STATUS(bad, StatusCode::kInvalidArgument, "a step of 0");
 }
 
 TEST(KernelRunnerTest, ShapeStartEndAndUnsqueezeSharesBytes) {
@@ -638,7 +636,7 @@ TEST(KernelRunnerTest, ShapeStartEndAndUnsqueezeSharesBytes) {
   auto u11 = KernelRunner("Unsqueeze", 11).IntsAttr("axes", {1}).Run({x}).value();
   EXPECT_EQ(u11[0].tensor().shape()[1], 1);
   auto dup = KernelRunner("Unsqueeze", 13).Run({x, MakeTensorOf<int64_t>(E::kInt64, {2}, {1, 1})});
-  EXPECT_CONTAINS(dup.status().message(), "repeated");
+  EXPECT_STATUS(dup, StatusCode::kInvalidArgument, "repeated");
 }
 
 TEST(KernelRunnerTest, ConstantForms) {
@@ -662,7 +660,7 @@ TEST(KernelRunnerTest, ConstantForms) {
   auto r = KernelRunner("Constant", 13).Attr(sparse).Run({});
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported);
   auto none = KernelRunner("Constant", 13).Run({});
-  EXPECT_CONTAINS(none.status().message(), "exactly one");
+  EXPECT_STATUS(none, StatusCode::kInvalidModel, "exactly one");
 }
 
 TEST(KernelRunnerTest, NotAndRegistryRanges) {

@@ -9,6 +9,7 @@
 
 #include "idem/idem.h"
 #include "src/core/text.h"
+#include "tests/status_matchers.h"
 
 namespace idem {
 namespace {
@@ -89,7 +90,7 @@ TEST(ValueTest, SequencesRejectMixedElementTypes) {
   EXPECT_TRUE(Value::MakeSequence(ElementType::kFloat, {f, f}).ok());
   auto mixed = Value::MakeSequence(ElementType::kFloat, {f, i});
   ASSERT_FALSE(mixed.ok());
-  EXPECT_NE(mixed.status().message().find("int32"), std::string::npos);
+  EXPECT_STATUS(mixed, StatusCode::kInvalidArgument, "int32");
 }
 
 TEST(ValueTest, EmptyOptionalKeepsItsType) {
@@ -191,7 +192,7 @@ TEST(ValueTest, DimsOverflowRuleDoesNotDependOnOrder) {
        std::vector<std::vector<int64_t>>{{0, big, big}, {big, big, 0}, {big, 0, big}}) {
     auto r = Value::MakeTensor(ElementType::kFloat, dims, Buffer());
     ASSERT_FALSE(r.ok()) << fmt::format("{}", fmt::join(dims, ","));
-    EXPECT_NE(r.status().message().find("overflows"), std::string::npos);
+    EXPECT_STATUS(r, StatusCode::kOutOfRange, "overflows");
     EXPECT_FALSE(Value::MakeStringTensor(dims, {}).ok());
   }
   EXPECT_TRUE(Value::MakeTensor(ElementType::kFloat, {0, big, 1}, Buffer()).ok());
@@ -220,6 +221,21 @@ TEST(TextTest, StatusMessagesNeverHoldControlCharacters) {
   Status t = Status(StatusCode::kInvalidModel, "x").WithContext("file\r.onnx");
   EXPECT_EQ(t.message(), "file\\r.onnx: x");
   EXPECT_EQ(Status(StatusCode::kInvalidModel, "plain 'ok' text").message(), "plain 'ok' text");
+}
+
+// The shared test matcher must fail on each way an error can differ from what a test expects.
+TEST(StatusMatcherTest, FailsOnOkWrongCodeOrMissingFragment) {
+  const Status error(StatusCode::kInvalidModel, "node 'n0': bad attribute");
+  EXPECT_TRUE(testing::StatusIs(error, StatusCode::kInvalidModel, "bad attribute"));
+  EXPECT_FALSE(testing::StatusIs(Status(), StatusCode::kInvalidModel, ""));
+  EXPECT_FALSE(testing::StatusIs(error, StatusCode::kUnsupported, "bad attribute"));
+  auto missing = testing::StatusIs(error, StatusCode::kInvalidModel, "bad input");
+  EXPECT_FALSE(missing);
+  // The failure names the actual code and the whole message.
+  EXPECT_NE(std::string(missing.message()).find("INVALID_MODEL: node 'n0': bad attribute"),
+            std::string::npos);
+  Result<int> result = Status(StatusCode::kOutOfRange, "index 7");
+  EXPECT_STATUS(result, StatusCode::kOutOfRange, "index 7");
 }
 
 }  // namespace

@@ -33,9 +33,6 @@ void SetTypeAttribute(onnx::ModelProto& m, const onnx::TypeProto& type) {
   *a->mutable_tp() = type;
 }
 
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << (haystack)
-
 const onnx::TypeProto kFloatTensor = Unshaped(E::kFloat);
 const onnx::TypeProto kFloatSeq = SequenceTypeProto(Unshaped(E::kFloat));
 const onnx::TypeProto kOptTensor = OptionalTypeProto(Unshaped(E::kFloat));
@@ -102,21 +99,24 @@ TEST(OptionalTest, EmptyFromTheTypeAttribute) {
 }
 
 TEST(OptionalTest, TypeMustBeKnownAndAllowed) {
-  EXPECT_CONTAINS(PlanError(OneNode("Optional", 15, {}, {{"o", kOptTensor}})),
-                  "node 'n0' (Optional-15): Optional needs an input or the 'type' attribute");
+  EXPECT_STATUS(PlanError(OneNode("Optional", 15, {}, {{"o", kOptTensor}})),
+                StatusCode::kInvalidModel,
+                "node 'n0' (Optional-15): Optional needs an input or the 'type' attribute");
   auto bf16 = OneNode("Optional", 15, {}, {{"o", kOptTensor}});
   SetTypeAttribute(bf16, Unshaped(E::kBfloat16));
-  EXPECT_CONTAINS(PlanError(bf16), "Optional-15 does not accept optional(tensor(bfloat16))");
+  EXPECT_STATUS(PlanError(bf16), StatusCode::kInvalidModel,
+                "Optional-15 does not accept optional(tensor(bfloat16))");
   auto nested = OneNode("Optional", 15, {}, {{"o", kOptTensor}});
   SetTypeAttribute(nested, kOptTensor);
-  EXPECT_CONTAINS(PlanError(nested), "an optional holds a tensor or a sequence");
+  EXPECT_STATUS(PlanError(nested), StatusCode::kInvalidModel,
+                "an optional holds a tensor or a sequence");
   auto mismatch = OneNode("Optional", 15, {{"x", kFloatTensor}}, {{"o", kOptTensor}});
   SetTypeAttribute(mismatch, Unshaped(E::kInt32));
-  EXPECT_CONTAINS(PlanError(mismatch),
-                  "input is tensor(float) but attribute 'type' says tensor(int32)");
+  EXPECT_STATUS(PlanError(mismatch), StatusCode::kInvalidModel,
+                "input is tensor(float) but attribute 'type' says tensor(int32)");
   // Optionals of optionals do not exist.
-  EXPECT_CONTAINS(PlanError(OneNode("Optional", 15, {{"x", kOptTensor}}, {{"o", kOptTensor}})),
-                  "Optional-15 accepts tensors and sequences only");
+  EXPECT_STATUS(PlanError(OneNode("Optional", 15, {{"x", kOptTensor}}, {{"o", kOptTensor}})),
+                StatusCode::kInvalidModel, "Optional-15 accepts tensors and sequences only");
 }
 
 // ---- OptionalHasElement
@@ -130,11 +130,12 @@ TEST(OptionalHasElementTest, Version15TakesOptionalsOnly) {
   EXPECT_TRUE(BoolOf(s.Run({full}).value()[0]));
   EXPECT_FALSE(BoolOf(s.Run({empty}).value()[0]));
 
-  EXPECT_CONTAINS(
+  EXPECT_STATUS(
       PlanError(OneNode("OptionalHasElement", 15, {{"x", kFloatTensor}}, {{"b", kBoolScalar}})),
+      StatusCode::kInvalidModel,
       "OptionalHasElement-15 accepts optionals only (tensor(float) needs opset >= 18)");
-  EXPECT_CONTAINS(PlanError(OneNode("OptionalHasElement", 15, {}, {{"b", kBoolScalar}})),
-                  "has 0 inputs; OptionalHasElement-15 takes 1");
+  EXPECT_STATUS(PlanError(OneNode("OptionalHasElement", 15, {}, {{"b", kBoolScalar}})),
+                StatusCode::kInvalidModel, "has 0 inputs; OptionalHasElement-15 takes 1");
 }
 
 TEST(OptionalHasElementTest, Version18AcceptsTensorsSequencesAndNoInput) {
@@ -177,10 +178,9 @@ TEST(OptionalGetElementTest, EmptyOptionalIsARunError) {
       MustCreate(OneNode("OptionalGetElement", 15, {{"o", kOptTensor}}, {{"x", kFloatTensor}}));
   auto out = s.Run({Value::MakeEmptyOptional(Type::Tensor(E::kFloat)).value()});
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), StatusCode::kRuntimeError);
-  EXPECT_CONTAINS(out.status().message(),
-                  "node 'n0' (OptionalGetElement-15): the optional is "
-                  "empty: there is no tensor(float) to get");
+  EXPECT_STATUS(out, StatusCode::kRuntimeError,
+                "node 'n0' (OptionalGetElement-15): the optional is "
+                "empty: there is no tensor(float) to get");
 }
 
 TEST(OptionalGetElementTest, Version18PassesPlainValuesThrough) {
@@ -193,12 +193,14 @@ TEST(OptionalGetElementTest, Version18PassesPlainValuesThrough) {
   Value sx = Value::MakeSequence(E::kFloat, {x}).value();
   EXPECT_TRUE(seq.Run({sx}).value()[0].SharesStorageWith(sx));
 
-  EXPECT_CONTAINS(
+  EXPECT_STATUS(
       PlanError(OneNode("OptionalGetElement", 15, {{"x", kFloatTensor}}, {{"y", kFloatTensor}})),
+      StatusCode::kInvalidModel,
       "OptionalGetElement-15 accepts optionals only (tensor(float) needs opset >= 18)");
   // The inferred type is the element type: declaring the optional itself is a mismatch.
-  EXPECT_CONTAINS(
+  EXPECT_STATUS(
       PlanError(OneNode("OptionalGetElement", 18, {{"o", kOptTensor}}, {{"y", kOptTensor}})),
+      StatusCode::kInvalidModel,
       "output 'y' is declared optional(tensor(float)) but the node produces tensor(float)");
 }
 

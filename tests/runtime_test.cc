@@ -42,26 +42,24 @@ TEST(SessionTest, IdentityOutputSharesTheFedBuffer) {
 
 TEST(SessionTest, ErrorNamesNodeInputAndRule) {
   auto seq = SequenceTypeProto(TensorTypeProto(ElementType::kFloat, {}));
-  std::string e = PlanError(IdentityChain(seq, 13));
-  EXPECT_NE(e.find("node 'id0' (Identity-13): input 'x' is seq(tensor(float)); Identity-13 "
-                   "accepts tensors only (sequences need opset >= 14)"),
-            std::string::npos)
-      << e;
+  Status e = PlanError(IdentityChain(seq, 13));
+  EXPECT_STATUS(e, StatusCode::kInvalidModel,
+                "node 'id0' (Identity-13): input 'x' is seq(tensor(float)); Identity-13 "
+                "accepts tensors only (sequences need opset >= 14)");
   auto opt = OptionalTypeProto(TensorTypeProto(ElementType::kFloat, {}));
   e = PlanError(IdentityChain(opt, 15));
-  EXPECT_NE(e.find("Identity-14 accepts tensors and sequences only (optionals need opset >= 16)"),
-            std::string::npos)
-      << e;
+  EXPECT_STATUS(e, StatusCode::kInvalidModel,
+                "Identity-14 accepts tensors and sequences only (optionals need opset >= 16)");
   e = PlanError(IdentityChain(TensorTypeProto(ElementType::kBfloat16, {}), 12));
-  EXPECT_NE(e.find("Identity-1 does not accept tensor(bfloat16) (tensor(bfloat16) needs opset >= "
-                   "13)"),
-            std::string::npos)
-      << e;
+  EXPECT_STATUS(e, StatusCode::kInvalidModel,
+                "Identity-1 does not accept tensor(bfloat16) (tensor(bfloat16) needs opset >= "
+                "13)");
   e = PlanError(IdentityChain(TensorTypeProto(ElementType::kFloat8E4M3FN, {}), 18));
-  EXPECT_NE(e.find("needs opset >= 19"), std::string::npos) << e;
+  EXPECT_STATUS(e, StatusCode::kInvalidModel, "needs opset >= 19");
   auto seq_bf16 = SequenceTypeProto(TensorTypeProto(ElementType::kBfloat16, {}));
   e = PlanError(IdentityChain(seq_bf16, 25));
-  EXPECT_NE(e.find("no version of Identity accepts seq(tensor(bfloat16))"), std::string::npos) << e;
+  EXPECT_STATUS(e, StatusCode::kInvalidModel,
+                "no version of Identity accepts seq(tensor(bfloat16))");
 }
 
 TEST(SessionTest, StructuralErrors) {
@@ -70,42 +68,42 @@ TEST(SessionTest, StructuralErrors) {
     auto m = IdentityChain(type, 16);
     AddNode(m.mutable_graph(), "Foo", {"x"}, {"a"});
     AddNode(m.mutable_graph(), "Bar", {"x"}, {"b"});
-    std::string e = PlanError(m);
-    EXPECT_NE(e.find("Bar-16"), std::string::npos) << e;
-    EXPECT_NE(e.find("Foo-16"), std::string::npos) << e;
+    Status e = PlanError(m);
+    EXPECT_STATUS(e, StatusCode::kUnsupported, "Bar-16");
+    EXPECT_STATUS(e, StatusCode::kUnsupported, "Foo-16");
   }
   {
     auto m = IdentityChain(type, 16);
     m.mutable_graph()->mutable_node(0)->add_input("x");
-    EXPECT_NE(PlanError(m).find("has 2 inputs; Identity-16 takes 1"), std::string::npos);
+    EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel, "has 2 inputs; Identity-16 takes 1");
   }
   {
     auto m = IdentityChain(type, 16);
     m.mutable_graph()->mutable_node(0)->set_input(0, "nowhere");
-    EXPECT_NE(PlanError(m).find("input 'nowhere' is undefined"), std::string::npos);
+    EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel, "input 'nowhere' is undefined");
   }
   {
     auto m = IdentityChain(type, 16, 2);
     AddNode(m.mutable_graph(), "Identity", {"x"}, {"t0"}, "dup");
-    EXPECT_NE(PlanError(m).find("produced by both"), std::string::npos);
+    EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel, "produced by both");
   }
   {
     auto m = IdentityChain(type, 16, 3);  // x -> t0 -> t1 -> y; make id0 read t1: a cycle
     m.mutable_graph()->mutable_node(0)->set_input(0, "t1");
-    EXPECT_NE(PlanError(m).find("cycle"), std::string::npos) << PlanError(m);
+    EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel, "cycle");
   }
   {
     auto m = IdentityChain(type, 16);
     *m.mutable_graph()->mutable_output(0)->mutable_type() =
         TensorTypeProto(ElementType::kInt32, {2});
-    std::string e = PlanError(m);
-    EXPECT_NE(e.find("declared tensor(int32)"), std::string::npos) << e;
+    Status e = PlanError(m);
+    EXPECT_STATUS(e, StatusCode::kInvalidModel, "declared tensor(int32)");
   }
   {
     auto m = IdentityChain(type, 16);
     *m.mutable_graph()->mutable_output(0)->mutable_type() =
         TensorTypeProto(ElementType::kFloat, {3});
-    EXPECT_NE(PlanError(m).find("declared float[3]"), std::string::npos) << PlanError(m);
+    EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel, "declared float[3]");
   }
 }
 
@@ -113,10 +111,9 @@ TEST(SessionTest, StructuralErrors) {
 TEST(SessionTest, LongCycleIsReportedWithoutDeepRecursion) {
   auto m = IdentityChain(TensorTypeProto(ElementType::kFloat, {1}), 16, 200000);
   m.mutable_graph()->mutable_node(0)->set_input(0, "t199998");  // id0 reads the chain's end
-  const std::string e = PlanError(m);
-  EXPECT_NE(e.find("node 'id0' (Identity-16): input 't199998' is part of a cycle: node 'id0'"),
-            std::string::npos)
-      << e.substr(0, 200);
+  const Status e = PlanError(m);
+  EXPECT_STATUS(e, StatusCode::kInvalidModel,
+                "node 'id0' (Identity-16): input 't199998' is part of a cycle: node 'id0'");
 }
 
 TEST(SessionTest, FeedsAreCheckedWithNames) {
@@ -124,17 +121,17 @@ TEST(SessionTest, FeedsAreCheckedWithNames) {
   Session s = CreateSessionFromProto(m).value();
   auto wrong_shape = s.Run({Floats({3, 2}, std::vector<float>(6))});
   ASSERT_FALSE(wrong_shape.ok());
-  EXPECT_NE(wrong_shape.status().message().find("input 'x'"), std::string::npos);
-  EXPECT_NE(wrong_shape.status().message().find("float[2,3]"), std::string::npos);
+  EXPECT_STATUS(wrong_shape, StatusCode::kInvalidArgument, "input 'x'");
+  EXPECT_STATUS(wrong_shape, StatusCode::kInvalidArgument, "float[2,3]");
   auto i32 = Value::MakeTensor(ElementType::kInt32, {2, 3},
                                Buffer::CopyOf(std::vector<std::byte>(24)).value())
                  .value();
-  EXPECT_NE(s.Run({i32}).status().message().find("got tensor(int32)"), std::string::npos);
+  EXPECT_STATUS(s.Run({i32}), StatusCode::kInvalidArgument, "got tensor(int32)");
   auto seq = Value::MakeSequence(ElementType::kFloat, {}).value();
-  EXPECT_NE(s.Run({seq}).status().message().find("got seq(tensor(float))"), std::string::npos);
-  EXPECT_NE(s.Run(std::span<const Value>()).status().message().find("expected 1 feeds (x)"),
-            std::string::npos);
-  EXPECT_NE(s.RunNamed({}).status().message().find("'x'"), std::string::npos);
+  EXPECT_STATUS(s.Run({seq}), StatusCode::kInvalidArgument, "got seq(tensor(float))");
+  EXPECT_STATUS(s.Run(std::span<const Value>()), StatusCode::kInvalidArgument,
+                "expected 1 feeds (x)");
+  EXPECT_STATUS(s.RunNamed({}), StatusCode::kInvalidArgument, "'x'");
 }
 
 TEST(SessionTest, InitializerThatIsAlsoAnInputCanBeOverridden) {
@@ -188,7 +185,7 @@ TEST(SessionTest, RunIntoCopiesIntoCallerMemoryAndRefusesWhatItCannotCopy) {
   Session seq_session = CreateSessionFromProto(seq_model).value();
   auto seq = Value::MakeSequence(ElementType::kFloat, {Floats({}, {1})}).value();
   auto r = seq_session.RunInto(std::vector<Value>{seq}, {&out, 1});
-  EXPECT_NE(r.status().message().find("seq(tensor(float))"), std::string::npos);
+  EXPECT_STATUS(r, StatusCode::kInvalidArgument, "seq(tensor(float))");
 }
 
 TEST(SessionTest, EmptyOptionalPassesThroughWithItsType) {
@@ -326,8 +323,7 @@ TEST(SessionTest, SupportedOperatorsListsTheRegistrySorted) {
 TEST(SessionTest, PathWithNulIsRefusedNotTruncated) {
   auto s = Session::Create(std::string("/dev/null\0.onnx", 15));
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.status().message().find("NUL"), std::string::npos);
+  EXPECT_STATUS(s, StatusCode::kInvalidArgument, "NUL");
 }
 
 }  // namespace

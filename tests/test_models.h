@@ -10,6 +10,7 @@
 
 #include "idem/idem.h"
 #include "idem/session_proto.h"
+#include "tests/status_matchers.h"
 
 namespace idem::testing {
 
@@ -123,10 +124,9 @@ inline onnx::ModelProto OneNode(const std::string& op, int opset, const std::vec
   return m;
 }
 
-// The message of a failed Session creation ("<ok>" when it succeeds).
-inline std::string PlanError(const onnx::ModelProto& m, const SessionOptions& options = {}) {
-  auto s = CreateSessionFromProto(m, "", options);
-  return s.ok() ? std::string("<ok>") : s.status().message();
+// The status of a Session creation (OK when it succeeds); check it with EXPECT_STATUS.
+inline Status PlanError(const onnx::ModelProto& m, const SessionOptions& options = {}) {
+  return CreateSessionFromProto(m, "", options).status();
 }
 
 inline Session MustCreate(const onnx::ModelProto& m) {
