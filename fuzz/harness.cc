@@ -76,6 +76,9 @@ std::optional<Value> MakeFeed(const Type& type, int variant, int depth) {
       if (!buffer.ok()) Die("Buffer::Allocate failed for a small feed");
       for (size_t i = 0; i < *bytes; ++i) {
         out[i] = static_cast<std::byte>(variant == 1 ? 0xA5 ^ i : i * 37);
+        // A bool is one byte holding 0 or 1 (files holding anything else are refused), so a feed
+        // must too, or its outputs could not round-trip through a TensorProto.
+        if (et == ElementType::kBool) out[i] &= std::byte{1};
       }
       auto v = Value::MakeTensor(et, std::move(dims), std::move(buffer).value());
       if (!v.ok()) Die("MakeTensor refused a valid feed: " + v.status().ToString());
