@@ -1,5 +1,6 @@
 // Control flow (If, Loop, Scan, SequenceMap), outer-scope capture, liveness, the run budget, run
 // options, and the kernels the official bodies use (via KernelRunner).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -325,6 +326,92 @@ TEST(LoopTest, CarriesSequencesAndOptionals) {
   auto empty = e.Run({I64(3), x}).value();
   EXPECT_EQ(empty[0].sequence().size(), 3u);
   EXPECT_FALSE(empty[1].optional().has_value());
+}
+
+// Loop(M?, cond?; a, b: float[1]) whose body only hands values back through Identity: the
+// condition, and a and b either in place or swapped. With Identity elimination the body computes
+// nothing, so the stationary form runs as a counter and the swapped form as a permutation.
+onnx::ModelProto PassThroughLoop(bool with_trip_count, bool with_cond, bool swap) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("passthrough_loop");
+  if (with_trip_count) AddValueInfo(g->mutable_input(), "M", I64Scalar());
+  if (with_cond) AddValueInfo(g->mutable_input(), "c", BoolScalar());
+  AddValueInfo(g->mutable_input(), "a", F32({1}));
+  AddValueInfo(g->mutable_input(), "b", F32({1}));
+  AddValueInfo(g->mutable_output(), "a_final", F32({1}));
+  AddValueInfo(g->mutable_output(), "b_final", F32({1}));
+  auto* loop = AddNode(g, "Loop", {with_trip_count ? "M" : "", with_cond ? "c" : "", "a", "b"},
+                       {"a_final", "b_final"}, "loop0");
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", I64Scalar());
+  AddValueInfo(body.mutable_input(), "c_in", BoolScalar());
+  AddValueInfo(body.mutable_input(), "a_in", F32({1}));
+  AddValueInfo(body.mutable_input(), "b_in", F32({1}));
+  body.add_output()->set_name("c_out");
+  body.add_output()->set_name("a_out");
+  body.add_output()->set_name("b_out");
+  AddNode(&body, "Identity", {"c_in"}, {"c_out"});
+  AddNode(&body, "Identity", {swap ? "b_in" : "a_in"}, {"a_out"});
+  AddNode(&body, "Identity", {swap ? "a_in" : "b_in"}, {"b_out"});
+  SetGraph(loop, "body", body);
+  return m;
+}
+
+Session CreateWith(const onnx::ModelProto& m, bool eliminate_identity) {
+  SessionOptions options;
+  options.eliminate_identity = eliminate_identity;
+  return CreateSessionFromProto(m, "", options).value();
+}
+
+TEST(LoopTest, IdentityBodiesHandBackTheSameValuesWhateverTheIterationCount) {
+  const Value a = Floats({1}, {1}), b = Floats({1}, {2});
+  // Eliminated (the body computes nothing) and kept (the body runs its Identity kernels) must
+  // agree for every trip count, in place and swapped.
+  for (bool swap : {false, true}) {
+    for (bool eliminate : {true, false}) {
+      Session s = CreateWith(PassThroughLoop(true, false, swap), eliminate);
+      for (int64_t trips : {0, 1, 2, 3, 1001}) {
+        SCOPED_TRACE(fmt::format("swap {} eliminate {} trips {}", swap, eliminate, trips));
+        auto out = s.Run({I64(trips), a, b}).value();
+        const bool swapped = swap && trips % 2 == 1;
+        EXPECT_TRUE(out[0].SharesStorageWith(swapped ? b : a));
+        EXPECT_TRUE(out[1].SharesStorageWith(swapped ? a : b));
+      }
+    }
+  }
+}
+
+TEST(LoopTest, StationaryBodyConditionFalseAtEntryRunsNoIteration) {
+  Session s = CreateWith(PassThroughLoop(false, true, false), true);
+  const Value a = Floats({1}, {1}), b = Floats({1}, {2});
+  auto out = s.Run({Bool(false), a, b}).value();
+  EXPECT_TRUE(out[0].SharesStorageWith(a));
+  EXPECT_TRUE(out[1].SharesStorageWith(b));
+}
+
+TEST(LoopTest, StationaryBodyThatNeverEndsIsRefusedOrStopped) {
+  // No trip count and a condition handed back unchanged: the loop provably never ends. Without a
+  // way to stop it the run is refused instead of hanging; with a deadline or a cancel flag it
+  // runs until stopped, like any other endless loop.
+  Session s = CreateWith(PassThroughLoop(false, true, false), true);
+  std::vector<Value> feeds = {Bool(true), Floats({1}, {1}), Floats({1}, {2})};
+  EXPECT_STATUS(s.Run(feeds), StatusCode::kRuntimeError, "never ends");
+  Session neither = CreateWith(PassThroughLoop(false, false, false), true);
+  std::vector<Value> two = {Floats({1}, {1}), Floats({1}, {2})};
+  EXPECT_STATUS(neither.Run(two), StatusCode::kRuntimeError, "never ends");
+  RunOptions options;
+  options.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+  EXPECT_STATUS(s.Run(feeds, options), StatusCode::kDeadlineExceeded, "loop0");
+  std::atomic<bool> cancel{true};
+  RunOptions cancelled;
+  cancelled.cancel = &cancel;
+  EXPECT_STATUS(neither.Run(two, cancelled), StatusCode::kCancelled, "loop0");
+  // A bounded stationary loop checks the flag at every iteration too.
+  Session bounded = CreateWith(PassThroughLoop(true, false, false), true);
+  std::vector<Value> bounded_feeds = {I64(5), Floats({1}, {1}), Floats({1}, {2})};
+  EXPECT_STATUS(bounded.Run(bounded_feeds, cancelled), StatusCode::kCancelled, "loop0");
 }
 
 TEST(LoopTest, BodyInputCountMustMatch) {

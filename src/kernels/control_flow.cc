@@ -225,6 +225,10 @@ struct LoopPlan {
   std::vector<Type> wrap_types;  // the optional's element type, where wrap is set
   std::vector<ElementType> scan_elements;
   std::vector<std::vector<int64_t>> scan_empty_shapes;  // element shape for zero iterations
+  // The body hands back its condition and every carried value unchanged and has no scan outputs
+  // (all its nodes are erased Identity): an iteration changes nothing, so the loop only counts
+  // (and checks for interrupts) without running the body.
+  bool stationary = false;
 };
 
 Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
@@ -298,6 +302,11 @@ Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
     }
     plan.scan_empty_shapes.push_back(std::move(shape));
   }
+  if (plan.body.passthrough && plan.scans == 0 && !plan.any_wrap) {
+    const auto& feeds = plan.body.output_feeds;  // 0 iteration, 1 condition, 2.. carried
+    plan.stationary = feeds[0] == 1;
+    for (size_t j = 0; j < plan.carried; ++j) plan.stationary &= feeds[1 + j] == 2 + j;
+  }
   return plan;
 }
 
@@ -316,6 +325,7 @@ class LoopKernel final : public Kernel {
     if (inputs.size() > 1 && inputs[1] != nullptr) {
       IDEM_ASSIGN_OR_RETURN(cond, tensor_util::ReadBool(*inputs[1], "input 'cond'"));
     }
+    if (plan_.stationary) return RunStationary(ctx, inputs, outputs, trip_count, cond);
     const size_t n = plan_.carried;
     InlineValues carried(n);
     for (size_t j = 0; j < n; ++j) carried[j] = *inputs[2 + j];
@@ -402,6 +412,28 @@ class LoopKernel final : public Kernel {
   }
 
  private:
+  // A stationary body (see LoopPlan::stationary): the outputs are the initial carried values
+  // whatever the number of iterations, so only the iterations' interrupt checks remain. A loop
+  // that would never end (no trip count, the condition true and handed back unchanged) waits
+  // for the run's cancel flag or deadline; without either it is refused rather than hanging
+  // forever (ONNX Runtime spins).
+  Status RunStationary(RunContext& ctx, std::span<const Value* const> inputs,
+                       std::span<Value> outputs, std::optional<int64_t> trip_count,
+                       bool cond) const {
+    if (cond && ctx.may_interrupt()) {
+      for (int64_t i = 0; !trip_count || i < *trip_count; ++i) {
+        IDEM_RETURN_IF_ERROR(ctx.CheckInterrupt());
+      }
+    } else if (cond && !trip_count) {
+      return Status(StatusCode::kRuntimeError,
+                    "the loop never ends: it has no trip count, its condition is true and the "
+                    "body hands it back unchanged (give RunOptions a deadline or a cancel flag "
+                    "to run it until stopped)");
+    }
+    for (size_t o = 0; o < outputs.size(); ++o) outputs[o] = *inputs[2 + o];
+    return {};
+  }
+
   LoopPlan plan_;
   Value true_, false_;  // the first condition fed to the body: immutable, shared by every run
 };

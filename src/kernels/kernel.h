@@ -133,6 +133,12 @@ struct SubgraphInfo {
   std::vector<bool> input_used;     // whether the body reads each formal input at all
   uint32_t capture_offset = 0;      // where this subgraph's captured values start in the inputs
   uint32_t capture_count = 0;       // of the owning node at run time
+  // The subgraph computes nothing (it has no nodes, or only Identity nodes, all erased): each
+  // output is one of its feeds, output o being feed output_feeds[o] (formal inputs first, then
+  // captures). An owner may then skip RunSubgraph (Loop turns a body that hands back its
+  // condition and carried values unchanged into a counter).
+  bool passthrough = false;
+  std::vector<uint32_t> output_feeds;  // set when passthrough
 };
 
 // Plans the subgraphs of the node being planned (implemented by the runtime). Each graph is

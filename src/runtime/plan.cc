@@ -704,6 +704,7 @@ class GraphPlanner::NodeSubgraphs final : public SubgraphPlanner {
       used = used || std::any_of(plan->output_refs.begin(), plan->output_refs.end(), reads);
       info.input_used.push_back(used);
     }
+    SetPassthrough(*plan, info);
     info.capture_offset = static_cast<uint32_t>(formal_inputs_ + captures_.size());
     info.capture_count = static_cast<uint32_t>(plan->captures.size());
     for (const std::string& name : plan->captures) {
@@ -717,6 +718,29 @@ class GraphPlanner::NodeSubgraphs final : public SubgraphPlanner {
   }
 
   const std::vector<ValueRef>& captures() const { return captures_; }
+
+ private:
+  // Fills info.passthrough/output_feeds when every output of `plan` is one of its feeds.
+  static void SetPassthrough(const Plan& plan, SubgraphInfo& info) {
+    if (!plan.steps.empty()) return;
+    std::unordered_map<int32_t, uint32_t> feed_of_slot;
+    for (size_t i = 0; i < plan.feed_slots.size(); ++i) {
+      feed_of_slot.emplace(plan.feed_slots[i], static_cast<uint32_t>(i));
+    }
+    for (size_t i = 0; i < plan.capture_slots.size(); ++i) {
+      feed_of_slot.emplace(plan.capture_slots[i],
+                           static_cast<uint32_t>(plan.feed_slots.size() + i));
+    }
+    std::vector<uint32_t> output_feeds;
+    for (const ValueRef& ref : plan.output_refs) {
+      if (ref.source != ValueRef::Source::kComputed) return;  // a constant: not a feed
+      auto it = feed_of_slot.find(ref.index);
+      if (it == feed_of_slot.end()) return;
+      output_feeds.push_back(it->second);
+    }
+    info.passthrough = true;
+    info.output_feeds = std::move(output_feeds);
+  }
 
  private:
   GraphPlanner& owner_;
