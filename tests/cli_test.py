@@ -378,6 +378,73 @@ class CliTest(unittest.TestCase):
         r = idem("run", path, "--external-data=both")
         self.assertEqual(r.returncode, 2)
 
+    # ---- run time: --timeout bounds a Loop whose trip count the model controls
+
+    def write_endless_loop(self, folder, stationary=False):
+        """x: float[1] -> Loop(no trip count, no condition; body: x + 1, or x unchanged)."""
+        body_nodes = [helper.make_node("Identity", ["c_in"], ["c_out"])]
+        if stationary:
+            body_nodes.append(helper.make_node("Identity", ["x_in"], ["x_out"]))
+        else:
+            body_nodes += [
+                helper.make_node("Constant", [], ["one"],
+                                 value=numpy_helper.from_array(np.ones(1, np.float32))),
+                helper.make_node("Add", ["x_in", "one"], ["x_out"]),
+            ]
+        body = helper.make_graph(
+            body_nodes, "body",
+            [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+             helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("x_in", TensorProto.FLOAT, [1])],
+            [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("x_out", TensorProto.FLOAT, [1])])
+        loop = helper.make_node("Loop", ["", "", "x"], ["y"], name="endless", body=body)
+        graph = helper.make_graph([loop], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+        model.ir_version = 8
+        os.makedirs(os.path.join(folder, "test_data_set_0"), exist_ok=True)
+        path = os.path.join(folder, "model.onnx")
+        onnx.save(model, path)
+        x = numpy_helper.from_array(np.zeros(1, np.float32))
+        for name in ("input_0.pb", "output_0.pb"):
+            with open(os.path.join(folder, "test_data_set_0", name), "wb") as f:
+                f.write(x.SerializeToString())
+        return path
+
+    def test_timeout_stops_an_endless_loop(self):
+        case = os.path.join(self.dir, "cases", "endless")
+        model = self.write_endless_loop(case)
+        x = os.path.join(case, "test_data_set_0", "input_0.pb")
+        r = idem("run", model, "--input", f"x={x}", "--timeout", "0.2")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("node 'endless' (Loop-16)", r.stderr)
+        self.assertIn("deadline", r.stderr)
+        r = idem("test", "--timeout", "0.2", os.path.join(self.dir, "cases"))
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("FAIL endless: test_data_set_0:", r.stdout)
+        self.assertIn("deadline", r.stdout)
+        self.assertTrue(r.stdout.endswith("0 passed, 1 failed\n"), r.stdout)
+        # optimize --check: a run stopped by the timeout compares nothing; the write goes ahead.
+        out = os.path.join(self.dir, "opt.onnx")
+        r = idem("optimize", model, "-o", out, "--check", "--timeout", "0.2")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("outputs not compared: a run passed --timeout", r.stdout)
+        for bad in ("0", "-1", "soon"):
+            r = idem("run", model, "--timeout", bad)
+            self.assertEqual(r.returncode, 2, bad)
+
+    def test_a_loop_that_provably_never_ends_is_refused_without_a_timeout(self):
+        model = self.write_endless_loop(os.path.join(self.dir, "stationary"), stationary=True)
+        x = os.path.join(self.dir, "stationary", "test_data_set_0", "input_0.pb")
+        r = idem("run", model, "--input", f"x={x}")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("never ends", r.stderr)
+        r = idem("run", model, "--input", f"x={x}", "--timeout", "0.1")
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("deadline", r.stderr)
+
 
 if __name__ == "__main__":
     IDEM = sys.argv.pop(1)

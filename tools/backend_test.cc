@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -84,8 +85,21 @@ Result<std::vector<Value>> ReadDataSetValues(const std::string& folder, const st
   return values;
 }
 
+RunOptions RunOptionsWithTimeout(double timeout_seconds) {
+  RunOptions run_options;
+  if (timeout_seconds > 0) {
+    // Clamped so that a huge timeout cannot overflow the clock's representation.
+    const double capped = std::min(timeout_seconds, 1e9);
+    run_options.deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(capped));
+  }
+  return run_options;
+}
+
 CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
-                          const SessionOptions& options) {
+                          const SessionOptions& options, double timeout_seconds) {
   CaseResult result;
   result.name = fs::path(folder).filename().string();
   if (result.name.empty()) result.name = fs::path(folder).parent_path().filename().string();
@@ -127,7 +141,7 @@ CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
       result.reason = fmt::format("{}: {}", set_name, expected.status().message());
       return result;
     }
-    auto actual = session->Run(*inputs);
+    auto actual = session->Run(*inputs, RunOptionsWithTimeout(timeout_seconds));
     if (!actual.ok()) {
       result.reason = fmt::format("{}: {}", set_name, actual.status().message());
       return result;

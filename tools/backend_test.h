@@ -26,8 +26,13 @@ Result<std::vector<std::string>> FindCaseFolders(const std::string& path);
 
 // Runs every test_data_set_* of one case. A model using an operator idem lacks is kSkip when
 // `skip_unsupported`, else kFail.
+// `timeout_seconds` > 0 bounds each data set's Run (RunOptions::deadline; a Loop that would run
+// longer fails the case with kDeadlineExceeded).
 CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
-                          const SessionOptions& options = {});
+                          const SessionOptions& options = {}, double timeout_seconds = 0);
+
+// RunOptions whose deadline is `timeout_seconds` from now (none when it is 0 or less).
+RunOptions RunOptionsWithTimeout(double timeout_seconds);
 
 // Reads input_K.pb / output_K.pb of one data set as the types the session declares.
 Result<std::vector<Value>> ReadDataSetValues(const std::string& data_set_folder,

@@ -55,7 +55,8 @@ std::string ModelPath(const std::string& path) {
 }
 
 int Run(const std::string& model_arg, const std::vector<std::string>& input_args,
-        const std::string& output_dir, const idem::SessionOptions& options) {
+        const std::string& output_dir, const idem::SessionOptions& options,
+        double timeout_seconds) {
   const std::string model = ModelPath(model_arg);
   auto session = idem::Session::Create(model, options);
   if (!session.ok()) return Fail(session.status().message());
@@ -105,7 +106,7 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
                               idem::QuoteName(v.name), v.type.ToShortString(), Safe(v.name)));
     }
   }
-  auto outputs = session->RunNamed(feeds);
+  auto outputs = session->RunNamed(feeds, idem::tools::RunOptionsWithTimeout(timeout_seconds));
   if (!outputs.ok()) return Fail(fmt::format("{}: {}", model, outputs.status().message()));
 
   if (!output_dir.empty()) {
@@ -132,7 +133,7 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
 }
 
 int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quiet,
-         const idem::SessionOptions& options) {
+         const idem::SessionOptions& options, double timeout_seconds) {
   int passed = 0, failed = 0, skipped = 0;
   for (const std::string& path : paths) {
     auto cases = idem::tools::FindCaseFolders(path);
@@ -140,7 +141,8 @@ int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quie
     if (cases->empty())
       return Fail(fmt::format("{}: no test cases (folders with model.onnx)", path));
     for (const std::string& folder : *cases) {
-      CaseResult r = idem::tools::RunBackendCase(folder, skip_unsupported, options);
+      CaseResult r = idem::tools::RunBackendCase(folder, skip_unsupported, options,
+                                                 timeout_seconds);
       switch (r.outcome) {
         case CaseResult::Outcome::kPass:
           ++passed;
@@ -186,6 +188,7 @@ int Info(const std::string& model_arg, const idem::SessionOptions& options) {
 // `idem optimize --check`: the result must load wherever the input loads, and give bit-identical
 // outputs on generated inputs. Prints what it could check; an error aborts the write.
 idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptions& options,
+                            double timeout_seconds,
                             std::span<const std::byte> original,
                             std::span<const std::byte> optimized) {
   const std::string base_dir = idem::DirectoryOf(in_path);
@@ -211,8 +214,16 @@ idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptio
     }
     feeds.push_back(std::move(v).value());
   }
-  auto ra = a->Run(feeds);
-  auto rb = b->Run(feeds);
+  auto ra = a->Run(feeds, idem::tools::RunOptionsWithTimeout(timeout_seconds));
+  auto rb = b->Run(feeds, idem::tools::RunOptionsWithTimeout(timeout_seconds));
+  // A run stopped by --timeout says nothing about the optimization (the other run may simply
+  // have been faster): nothing to compare.
+  for (const auto* r : {&ra, &rb}) {
+    if (!r->ok() && r->status().code() == idem::StatusCode::kDeadlineExceeded) {
+      fmt::print("check: validated; outputs not compared: a run passed --timeout\n");
+      return {};
+    }
+  }
   if (!ra.ok()) {
     if (rb.ok()) {
       return idem::Status(idem::StatusCode::kInternal,
@@ -241,7 +252,7 @@ idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptio
 }
 
 int Optimize(const std::string& in, std::string out, bool check, bool explain, bool in_place,
-             const idem::SessionOptions& session_options) {
+             const idem::SessionOptions& session_options, double timeout_seconds) {
   if (out.empty()) {
     if (!in_place) return Fail("optimize: give -o OUT (or --in-place to replace IN)");
     out = in;
@@ -250,7 +261,7 @@ int Optimize(const std::string& in, std::string out, bool check, bool explain, b
   options.in_place = in_place;
   if (check) {
     options.verify = [&](std::span<const std::byte> original, std::span<const std::byte> result) {
-      return CheckOptimized(in, session_options, original, result);
+      return CheckOptimized(in, session_options, timeout_seconds, original, result);
     };
   }
   auto report = idem::OptimizeModelFile(in, out, options);
@@ -310,6 +321,15 @@ int main(int argc, char** argv) {
   optimize->add_flag("--explain", optimize_explain, "list each kept Identity with its rule");
   optimize->add_flag("--in-place", optimize_in_place, "allow OUT to be IN (or omit -o)");
 
+  // Run time: a Loop's trip count is the model's, so only a deadline bounds it.
+  double timeout_seconds = 0;
+  for (CLI::App* sub : {run, test, optimize}) {
+    sub->add_option("--timeout", timeout_seconds,
+                    "stop a run after SECONDS (each data set's run for test; each model's run for "
+                    "optimize --check); default: no limit")
+        ->check(CLI::PositiveNumber);
+  }
+
   // External data: how it is loaded, and whether hard-linked files are accepted.
   std::string external_data = "map";
   bool allow_hard_links = false;
@@ -337,13 +357,13 @@ int main(int argc, char** argv) {
   options.external_data =
       external_data == "copy" ? idem::ExternalDataMode::kCopy : idem::ExternalDataMode::kMap;
   options.allow_external_hard_links = allow_hard_links;
-  if (*run) return Run(model, inputs, output_dir, options);
-  if (*test) return Test(test_paths, skip_unsupported, quiet, options);
+  if (*run) return Run(model, inputs, output_dir, options, timeout_seconds);
+  if (*test) return Test(test_paths, skip_unsupported, quiet, options, timeout_seconds);
   if (*check) return Check(model, options);
   if (*info) return Info(model, options);
   if (*optimize) {
     return Optimize(model, optimize_out, optimize_check, optimize_explain, optimize_in_place,
-                    options);
+                    options, timeout_seconds);
   }
   return 2;
 }
