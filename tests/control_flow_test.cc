@@ -705,6 +705,49 @@ TEST(KernelRunnerTest, SliceWithNegativeStepsAndClamping) {
   EXPECT_STATUS(bad, StatusCode::kInvalidArgument, "a step of 0");
 }
 
+TEST(KernelRunnerTest, Slice1TakesAttributes) {
+  // The spec's examples: data [[1,2,3,4],[5,6,7,8]].
+  auto data = MakeTensorOf<int64_t>(E::kInt64, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  auto one = KernelRunner("Slice", 9)
+                 .IntsAttr("axes", {0, 1})
+                 .IntsAttr("starts", {1, 0})
+                 .IntsAttr("ends", {2, 3})
+                 .Run({data})
+                 .value();
+  EXPECT_EQ(Ints(one[0]), (std::vector<int64_t>{5, 6, 7}));
+  EXPECT_EQ(std::vector<int64_t>(one[0].tensor().shape().begin(), one[0].tensor().shape().end()),
+            (std::vector<int64_t>{1, 3}));
+  // Omitted axes are [0, 1, ...]; a negative start counts from the end; 1000 means "to the end".
+  auto two = KernelRunner("Slice", 1)
+                 .IntsAttr("starts", {0, 1})
+                 .IntsAttr("ends", {-1, 1000})
+                 .Run({data})
+                 .value();
+  EXPECT_EQ(Ints(two[0]), (std::vector<int64_t>{2, 3, 4}));
+  // starts and ends are required and must agree in length; Slice-1 has no inputs beyond data.
+  EXPECT_STATUS(KernelRunner("Slice", 1).IntsAttr("starts", {0}).Run({data}),
+                StatusCode::kInvalidModel, "'ends'");
+  EXPECT_STATUS(
+      KernelRunner("Slice", 1).IntsAttr("starts", {0}).IntsAttr("ends", {1, 2}).Run({data}),
+      StatusCode::kInvalidModel, "one length");
+  // Slice-10 and later take them as inputs, not attributes.
+  EXPECT_STATUS(KernelRunner("Slice", 10).IntsAttr("starts", {0}).Run({data}),
+                StatusCode::kInvalidModel, "unknown attribute 'starts'");
+}
+
+TEST(KernelRunnerTest, Unsqueeze1TakesNonNegativeAxes) {
+  auto x = MakeTensorOf<float>(E::kFloat, {3}, {1, 2, 3});
+  auto out = KernelRunner("Unsqueeze", 1).IntsAttr("axes", {0, 2}).Run({x}).value();
+  EXPECT_EQ(std::vector<int64_t>(out[0].tensor().shape().begin(), out[0].tensor().shape().end()),
+            (std::vector<int64_t>{1, 3, 1}));
+  EXPECT_EQ(out[0].tensor().data().data(), x.tensor().data().data());  // no copy
+  EXPECT_STATUS(KernelRunner("Unsqueeze", 9).IntsAttr("axes", {-1}).Run({x}),
+                StatusCode::kInvalidModel, "non-negative");
+  // Version 11 accepts negative axes.
+  auto neg = KernelRunner("Unsqueeze", 11).IntsAttr("axes", {-1}).Run({x}).value();
+  EXPECT_EQ(neg[0].tensor().shape().back(), 1);
+}
+
 TEST(KernelRunnerTest, ShapeStartEndAndUnsqueezeSharesBytes) {
   Value x = Floats({2, 3, 4}, std::vector<float>(24, 0));
   EXPECT_EQ(Ints(KernelRunner("Shape", 15).IntAttr("start", -1).Run({x}).value()[0]),
@@ -755,12 +798,15 @@ TEST(KernelRunnerTest, NotAndRegistryRanges) {
   auto out = KernelRunner("Not", 1).Run({b}).value();
   EXPECT_EQ(out[0].tensor().data_as<uint8_t>()[0], 1);
   EXPECT_EQ(out[0].tensor().data_as<uint8_t>()[1], 0);
-  // [since, end] ranges: Slice-10 covers 10; opset 9 has no Slice idem implements.
+  // [since, end] ranges: Slice-10 covers 10, Slice-1 covers 1 to 9; opset 9 has no Add idem
+  // implements (Add-6 with its legacy broadcast attribute is not one of them).
   const auto& r = KernelRegistry::Default();
   EXPECT_EQ(r.Resolve("", "Slice", 10)->since_version, 10);
   EXPECT_EQ(r.Resolve("", "Slice", 10)->end_version, 10);
   EXPECT_EQ(r.Resolve("", "Slice", 12)->since_version, 11);
-  EXPECT_EQ(r.Resolve("", "Slice", 9), nullptr);
+  EXPECT_EQ(r.Resolve("", "Slice", 9)->since_version, 1);
+  EXPECT_EQ(r.Resolve("", "Slice", 9)->end_version, 9);
+  EXPECT_EQ(r.Resolve("", "Add", 6), nullptr);
   EXPECT_EQ(r.Resolve("", "If", 15)->since_version, 13);
   EXPECT_EQ(r.Resolve("", "Scan", 10)->since_version, 9);
 }

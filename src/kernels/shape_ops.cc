@@ -1,4 +1,5 @@
-// Shape (1, 13, 15, 19, 21, 23, 24, 25), Slice (10, 11, 13), Unsqueeze (11, 13, 21, 23, 24, 25).
+// Shape (1, 13, 15, 19, 21, 23, 24, 25), Slice (1, 10, 11, 13), Unsqueeze (1, 11, 13, 21, 23, 24,
+// 25).
 // Unsqueeze shares its input's bytes (a new shape over the same Buffer); Slice copies the
 // selected elements (checked against the run budget first).
 #include <fmt/format.h>
@@ -141,6 +142,15 @@ KernelSchema UnsqueezeSchema(int version) {
     if (a == nullptr || a->kind != Attribute::Kind::kInts) {
       return Status(StatusCode::kInvalidModel, "attribute 'axes' (ints) is required");
     }
+    if (version < 11) {
+      // Unsqueeze-1: "a list of non-negative integers" (negative axes arrive with version 11).
+      for (int64_t axis : a->ints) {
+        if (axis < 0) {
+          return Status(StatusCode::kInvalidModel,
+                        fmt::format("axes holds {}; Unsqueeze-1 takes non-negative axes", axis));
+        }
+      }
+    }
     return MakeKernel<UnsqueezeKernel>(a->ints);
   };
   return s;
@@ -148,26 +158,39 @@ KernelSchema UnsqueezeSchema(int version) {
 
 // ---- Slice ------------------------------------------------------------------------------------
 
+// Slice-1 takes starts, ends and axes as attributes (no steps); later versions as inputs.
+struct SliceAttributes {
+  std::vector<int64_t> starts, ends;
+  std::optional<std::vector<int64_t>> axes;
+};
+
 class SliceKernel final : public Kernel {
  public:
+  explicit SliceKernel(std::optional<SliceAttributes> attributes)
+      : attributes_(std::move(attributes)) {}
+
   Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
                  std::span<Value> outputs) const override {
     const Tensor& t = inputs[0]->tensor();
     const auto shape = t.shape();
     const auto rank = static_cast<int64_t>(shape.size());
-    const std::vector<int64_t> starts = ReadInts(inputs[1]->tensor());
-    const std::vector<int64_t> ends = ReadInts(inputs[2]->tensor());
-    std::vector<int64_t> axes, steps;
-    if (inputs.size() > 3 && inputs[3] != nullptr) {
-      axes = ReadInts(inputs[3]->tensor());
+    std::vector<int64_t> starts, ends, axes, steps;
+    if (attributes_) {
+      starts = attributes_->starts;
+      ends = attributes_->ends;
+      if (attributes_->axes) axes = *attributes_->axes;
     } else {
+      starts = ReadInts(inputs[1]->tensor());
+      ends = ReadInts(inputs[2]->tensor());
+      if (inputs.size() > 3 && inputs[3] != nullptr) axes = ReadInts(inputs[3]->tensor());
+      if (inputs.size() > 4 && inputs[4] != nullptr) steps = ReadInts(inputs[4]->tensor());
+    }
+    const bool axes_given = attributes_ ? attributes_->axes.has_value()
+                                        : inputs.size() > 3 && inputs[3] != nullptr;
+    if (!axes_given) {
       for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
     }
-    if (inputs.size() > 4 && inputs[4] != nullptr) {
-      steps = ReadInts(inputs[4]->tensor());
-    } else {
-      steps.assign(starts.size(), 1);
-    }
+    if (attributes_ || !(inputs.size() > 4 && inputs[4] != nullptr)) steps.assign(starts.size(), 1);
     if (ends.size() != starts.size() || axes.size() != starts.size() ||
         steps.size() != starts.size()) {
       return Status(StatusCode::kInvalidArgument,
@@ -253,23 +276,41 @@ class SliceKernel final : public Kernel {
     IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(type, std::move(out_shape), std::move(buffer)));
     return {};
   }
+
+ private:
+  std::optional<SliceAttributes> attributes_;  // Slice-1
 };
+
+Result<std::vector<int64_t>> RequiredInts(const NodeDef& node, const std::string& name) {
+  const Attribute* a = node.FindAttribute(name);
+  if (a == nullptr || a->kind != Attribute::Kind::kInts) {
+    return Status(StatusCode::kInvalidModel, fmt::format("attribute '{}' (ints) is required", name));
+  }
+  return a->ints;
+}
 
 KernelSchema SliceSchema(int version) {
   KernelSchema s;
   s.op_type = "Slice";
   s.since_version = version;
-  s.inputs = {{"data", "T"},
-              {"starts", "Tind"},
-              {"ends", "Tind"},
-              {"axes", "Tind", FormalParameter::Arity::kOptional},
-              {"steps", "Tind", FormalParameter::Arity::kOptional}};
+  if (version == 1) {
+    s.inputs = {{"data", "T"}};
+    s.attributes = {"starts", "ends", "axes"};
+  } else {
+    s.inputs = {{"data", "T"},
+                {"starts", "Tind"},
+                {"ends", "Tind"},
+                {"axes", "Tind", FormalParameter::Arity::kOptional},
+                {"steps", "Tind", FormalParameter::Arity::kOptional}};
+  }
   s.outputs = {{"output", "T"}};
   std::vector<ElementType> elements = BaseElementTypes();
   if (version >= 13) elements.push_back(ElementType::kBfloat16);
-  s.constraints = {{"T", TensorTypes(elements)},
-                   {"Tind", TensorTypes(std::vector<ElementType>{ElementType::kInt32,
-                                                                 ElementType::kInt64})}};
+  s.constraints = {{"T", TensorTypes(elements)}};
+  if (version > 1) {
+    s.constraints.push_back(
+        {"Tind", TensorTypes(std::vector<ElementType>{ElementType::kInt32, ElementType::kInt64})});
+  }
   s.infer = [](const NodeContext& ctx) -> Result<std::vector<Type>> {
     const Type& in = *ctx.inputs[0];
     if (in.shape()) {
@@ -278,7 +319,21 @@ KernelSchema SliceSchema(int version) {
     }
     return std::vector<Type>{Type::Tensor(in.element_type())};
   };
-  s.create = [](const NodeContext&) { return MakeKernel<SliceKernel>(); };
+  s.create = [version](const NodeContext& ctx) -> Result<std::unique_ptr<Kernel>> {
+    if (version > 1) return MakeKernel<SliceKernel>(std::nullopt);
+    SliceAttributes attributes;
+    IDEM_ASSIGN_OR_RETURN(attributes.starts, RequiredInts(ctx.node, "starts"));
+    IDEM_ASSIGN_OR_RETURN(attributes.ends, RequiredInts(ctx.node, "ends"));
+    if (ctx.node.FindAttribute("axes") != nullptr) {
+      IDEM_ASSIGN_OR_RETURN(attributes.axes, RequiredInts(ctx.node, "axes"));
+    }
+    if (attributes.ends.size() != attributes.starts.size() ||
+        (attributes.axes && attributes.axes->size() != attributes.starts.size())) {
+      return Status(StatusCode::kInvalidModel,
+                    "attributes 'starts', 'ends' and 'axes' must have one length");
+    }
+    return MakeKernel<SliceKernel>(std::move(attributes));
+  };
   return s;
 }
 
@@ -286,8 +341,8 @@ KernelSchema SliceSchema(int version) {
 
 void RegisterShapeKernels(KernelRegistry& registry) {
   for (int version : {1, 13, 15, 19, 21, 23, 24, 25}) registry.Register(ShapeSchema(version));
-  for (int version : {11, 13, 21, 23, 24, 25}) registry.Register(UnsqueezeSchema(version));
-  for (int version : {10, 11, 13}) registry.Register(SliceSchema(version));
+  for (int version : {1, 11, 13, 21, 23, 24, 25}) registry.Register(UnsqueezeSchema(version));
+  for (int version : {1, 10, 11, 13}) registry.Register(SliceSchema(version));
 }
 
 }  // namespace idem
