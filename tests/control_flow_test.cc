@@ -499,6 +499,62 @@ TEST(ScanTest, Scan8SequenceLensMustCoverTheBatch) {
                 "sequence_lens has 1 entries for a batch of 2");
 }
 
+// Scan-8 over x: float[batch, 3, 2] with state init: float[batch, 2]; the body adds each item
+// to the state and also emits the running sum as a scan output. `reverse` scans backwards.
+onnx::ModelProto Scan8RunningSum(bool reverse) {
+  onnx::ModelProto m = EmptyModel(8, 3);
+  auto* g = m.mutable_graph();
+  g->set_name("scan8_running_sum");
+  AddValueInfo(g->mutable_input(), "lens", TensorTypeProto(E::kInt64, {-1}));
+  AddValueInfo(g->mutable_input(), "init", F32({2, 2}));
+  AddValueInfo(g->mutable_input(), "x", F32({2, 3, 2}));
+  AddValueInfo(g->mutable_output(), "sum", Unshaped(E::kFloat));
+  AddValueInfo(g->mutable_output(), "partial", Unshaped(E::kFloat));
+  auto* scan = AddNode(g, "Scan", {"lens", "init", "x"}, {"sum", "partial"}, "scan8");
+  AddIntAttribute(scan, "num_scan_inputs", 1);
+  if (reverse) {
+    auto* a = scan->add_attribute();
+    a->set_name("directions");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(1);
+  }
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "s_in", F32({2}));
+  AddValueInfo(body.mutable_input(), "e", F32({2}));
+  body.add_output()->set_name("s_out");
+  body.add_output()->set_name("p");
+  AddNode(&body, "Add", {"s_in", "e"}, {"s_out"});
+  AddNode(&body, "Identity", {"s_out"}, {"p"});
+  SetGraph(scan, "body", body);
+  return m;
+}
+
+TEST(ScanTest, Scan8ShortSequenceLensScanAPrefixAndPadWithZeros) {
+  // As ONNX Runtime: entry b scans its first lens[b] items (backwards from item lens[b]-1 when
+  // reversed); the scan output's remaining items are zeros.
+  Value init = Floats({2, 2}, {0, 0, 0, 0});
+  Value x = Floats({2, 3, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  Value lens = MakeTensorOf<int64_t>(E::kInt64, {2}, {2, 3});
+  Session forward = MustCreate(Scan8RunningSum(false));
+  auto f = forward.Run({lens, init, x}).value();
+  EXPECT_EQ(FloatsOf(f[0]), (std::vector<float>{4, 6, 27, 30}));
+  EXPECT_EQ(FloatsOf(f[1]),
+            (std::vector<float>{1, 2, 4, 6, 0, 0, 7, 8, 16, 18, 27, 30}));
+  EXPECT_EQ(std::vector<int64_t>(f[1].tensor().shape().begin(), f[1].tensor().shape().end()),
+            (std::vector<int64_t>{2, 3, 2}));
+  Session backward = MustCreate(Scan8RunningSum(true));
+  auto r = backward.Run({lens, init, x}).value();
+  EXPECT_EQ(FloatsOf(r[0]), (std::vector<float>{4, 6, 27, 30}));
+  EXPECT_EQ(FloatsOf(r[1]),
+            (std::vector<float>{3, 4, 4, 6, 0, 0, 11, 12, 20, 22, 27, 30}));
+  // Lengths outside [1, the scan axis] are refused (ONNX Runtime does too).
+  for (int64_t bad : {0, -1, 4}) {
+    EXPECT_STATUS(forward.Run({MakeTensorOf<int64_t>(E::kInt64, {2}, {3, bad}), init, x}),
+                  StatusCode::kInvalidArgument, "sequence_lens[1] is");
+  }
+}
+
 TEST(SequenceMapTest, ExtraInputsAndSeveralOutputs) {
   onnx::ModelProto m = EmptyModel(17, 8);
   auto* g = m.mutable_graph();

@@ -651,23 +651,29 @@ class ScanKernel final : public Kernel {
         IDEM_ASSIGN_OR_RETURN(sc[j],
                               tensor_util::TakeAlongAxis(ctx, scan_inputs[j].tensor(), 0, b));
       }
+      // sequence_lens: entry b scans the first len items of batch entry b (the last len going
+      // backwards, counted from item len-1, for a reverse direction); the scan outputs' remaining
+      // items are zeros. The spec is silent on all of this: it is what ONNX Runtime does,
+      // including refusing lengths outside [1, the scan axis].
+      int64_t len = -1;
       if (inputs[0] != nullptr) {
-        // sequence_lens shorter than the scan axis would need zero padding of the outputs;
-        // idem accepts only full lengths (ONNX Runtime's Scan-8 pads; models rarely rely on it).
         const Tensor& lens = inputs[0]->tensor();
         if (lens.element_count() != batch) {
           return Status(StatusCode::kInvalidArgument,
                         fmt::format("sequence_lens has {} entries for a batch of {}",
                                     lens.element_count(), batch));
         }
-        const int64_t len = lens.data_as<int64_t>()[static_cast<size_t>(b)];
-        if (sc.empty() || sc[0].tensor().rank() < 1 || len != sc[0].tensor().shape()[0]) {
-          return Status(StatusCode::kUnsupported,
-                        "Scan-8 with sequence_lens shorter than the scan axis");
+        len = lens.data_as<int64_t>()[static_cast<size_t>(b)];
+        const int64_t axis_length = sc[0].tensor().rank() < 1 ? 0 : sc[0].tensor().shape()[0];
+        if (len < 1 || len > axis_length) {
+          return Status(StatusCode::kInvalidArgument,
+                        fmt::format("sequence_lens[{}] is {}; it must be in [1, {}] (the scan "
+                                    "axis)",
+                                    b, len, axis_length));
         }
       }
       std::vector<Value> r;
-      IDEM_RETURN_IF_ERROR(RunOne(ctx, inputs, std::move(st), sc, r));
+      IDEM_RETURN_IF_ERROR(RunOne(ctx, inputs, std::move(st), sc, r, len));
       for (size_t o = 0; o < r.size(); ++o) per_output[o].push_back(std::move(r[o]));
     }
     for (size_t o = 0; o < per_output.size(); ++o) {
@@ -679,8 +685,11 @@ class ScanKernel final : public Kernel {
     return {};
   }
 
+  // Scans `scan_inputs` along their axes. `sequence_length` >= 0 (Scan-8's sequence_lens) scans
+  // only that many items and pads each scan output with zero items to the full axis length.
   Status RunOne(RunContext& ctx, std::span<const Value* const> inputs, std::vector<Value> states,
-                const std::vector<Value>& scan_inputs, std::vector<Value>& results) const {
+                const std::vector<Value>& scan_inputs, std::vector<Value>& results,
+                int64_t sequence_length = -1) const {
     std::vector<int64_t> axes(plan_.scan_inputs);
     int64_t length = -1;
     for (size_t j = 0; j < plan_.scan_inputs; ++j) {
@@ -702,6 +711,8 @@ class ScanKernel final : public Kernel {
       }
       length = extent;
     }
+    const int64_t full_length = length;
+    if (sequence_length >= 0) length = std::min(length, sequence_length);
     std::vector<std::vector<Value>> scans(plan_.scan_outputs);
     HeldBytes held(ctx);
     std::vector<Value> feeds;
@@ -731,6 +742,13 @@ class ScanKernel final : public Kernel {
     }
     for (Value& v : states) results.push_back(std::move(v));
     for (size_t k = 0; k < plan_.scan_outputs; ++k) {
+      if (length < full_length && !scans[k].empty()) {
+        // Scan-8 padding: zero items shaped like the computed ones.
+        IDEM_ASSIGN_OR_RETURN(Value zero, tensor_util::ZerosLike(ctx, scans[k][0].tensor()));
+        IDEM_RETURN_IF_ERROR(
+            held.Add(ValueBytes(zero)));  // the items share one buffer; Stack copies them
+        scans[k].resize(static_cast<size_t>(full_length), zero);
+      }
       // Prepending (direction 1) is appending then reversing.
       if (plan_.output_directions[k] == 1) std::reverse(scans[k].begin(), scans[k].end());
       int64_t axis = plan_.output_axes[k];

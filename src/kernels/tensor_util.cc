@@ -139,6 +139,22 @@ Result<Value> Stack(RunContext& ctx, ElementType type, std::span<const Value> pa
   return Value::MakeTensor(type, std::move(shape), std::move(buffer));
 }
 
+Result<Value> ZerosLike(RunContext& ctx, const Tensor& t) {
+  const auto shape = t.shape();
+  const auto count = static_cast<uint64_t>(t.element_count());
+  std::vector<int64_t> dims(shape.begin(), shape.end());
+  if (t.element_type() == ElementType::kString) {
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(count * sizeof(std::string)));
+    return Value::MakeStringTensor(std::move(dims), std::vector<std::string>(count));
+  }
+  IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(t.element_type(), count, ctx.limits()));
+  IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
+  std::byte* out = nullptr;  // Buffer::Allocate zeroes
+  IDEM_ASSIGN_OR_RETURN(Buffer buffer,
+                        Buffer::Allocate(*PackedByteSize(t.element_type(), count), &out));
+  return Value::MakeTensor(t.element_type(), std::move(dims), std::move(buffer));
+}
+
 Result<Value> TakeAlongAxis(RunContext& ctx, const Tensor& t, int64_t axis, int64_t index) {
   const auto shape = t.shape();
   std::vector<int64_t> out_shape(shape.begin(), shape.end());

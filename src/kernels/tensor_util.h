@@ -34,6 +34,10 @@ Result<Value> Stack(RunContext& ctx, ElementType type, std::span<const Value> pa
 // slice is contiguous (axis 0, or all outer dims 1) and byte-aligned.
 Result<Value> TakeAlongAxis(RunContext& ctx, const Tensor& t, int64_t axis, int64_t index);
 
+// A tensor of `t`'s type and shape whose elements are all zero (empty strings for a string
+// tensor), checked against the run budget first.
+Result<Value> ZerosLike(RunContext& ctx, const Tensor& t);
+
 // A tensor with `t`'s data (shared, never copied) and a new shape of the same element count.
 Result<Value> Reshaped(const Tensor& t, std::vector<int64_t> shape);
 
