@@ -853,8 +853,10 @@ py::dict OptimizeReportToPython(const idem::OptimizeReport& report) {
   py::list kept;
   for (const idem::KeptIdentity& k : report.kept_nodes) {
     py::dict d;
-    d["graph"] = k.graph;
-    d["node"] = k.node;
+    // Names come from the file and may be invalid UTF-8: decoded like every other name
+    // (surrogateescape), never raising.
+    d["graph"] = Utf8(k.graph);
+    d["node"] = Utf8(k.node);
     d["index"] = k.node_index;
     d["rule"] = std::string(idem::KeepRuleName(k.rule));
     d["reason"] = std::string(idem::KeepRuleDescription(k.rule));

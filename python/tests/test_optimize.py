@@ -155,6 +155,17 @@ class OptimizeTest(unittest.TestCase):
         self.assertTrue(report["kept_nodes"][0]["graph"].startswith("graph/a\u00e9"))
         self.assertIn("...", report["kept_nodes"][0]["graph"])
 
+    def test_report_names_that_are_not_utf8_decode_with_surrogateescape(self):
+        # A node name is bytes in the file; invalid UTF-8 used to raise UnicodeDecodeError.
+        nodes = [helper.make_node("Identity", ["x"], ["y"], name="idQQ")]
+        data = model(nodes, [f("x")], [f("y")]).SerializeToString()
+        data = data.replace(b"idQQ", b"id\xff\xfe")
+        _, report = idem.optimize(data)
+        self.assertEqual(report["kept"], 1)
+        name = report["kept_nodes"][0]["node"]
+        self.assertEqual(name, "id\udcff\udcfe")
+        self.assertEqual(name.encode("utf-8", "surrogateescape"), b"id\xff\xfe")
+
 
 if __name__ == "__main__":
     unittest.main()
