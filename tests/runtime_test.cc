@@ -16,6 +16,7 @@ namespace {
 
 using testing::AddNode;
 using testing::AddValueInfo;
+using testing::EmptyModel;
 using testing::Floats;
 using testing::IdentityChain;
 using testing::OptionalTypeProto;
@@ -60,6 +61,24 @@ TEST(SessionTest, ErrorNamesNodeInputAndRule) {
   e = PlanError(IdentityChain(seq_bf16, 25));
   EXPECT_STATUS(e, StatusCode::kInvalidModel,
                 "no version of Identity accepts seq(tensor(bfloat16))");
+}
+
+TEST(SessionTest, NamesHoldingQuotesArePrintedUnambiguously) {
+  // A name is quoted with its own quotes and backslashes escaped, so "input 'a' is undefined"
+  // cannot be forged by a value named "a' is undefined, 'b".
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  AddValueInfo(g->mutable_output(), "y", TensorTypeProto(ElementType::kFloat, {1}));
+  AddNode(g, "Identity", {"a' is \\ undefined"}, {"y"}, "id0");
+  EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel,
+                "input 'a\\' is \\\\ undefined' is undefined");
+  // A graph output that is never produced, named with a quote.
+  onnx::ModelProto m2 = EmptyModel(16, 8);
+  AddValueInfo(m2.mutable_graph()->mutable_output(), "it's",
+               TensorTypeProto(ElementType::kFloat, {1}));
+  EXPECT_STATUS(PlanError(m2), StatusCode::kInvalidModel,
+                "graph output 'it\\'s' is never produced");
 }
 
 TEST(SessionTest, StructuralErrors) {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "src/core/text.h"
 #include "src/kernels/sequence_internal.h"
 #include "src/kernels/tensor_util.h"
 
@@ -38,8 +39,8 @@ Result<Value> ConstantValue(const NodeDef& node) {
   for (const Attribute& a : node.attributes) {
     if (set != nullptr) {
       return Status(StatusCode::kInvalidModel,
-                    fmt::format("sets both '{}' and '{}'; exactly one value attribute is allowed",
-                                set->name, a.name));
+                    fmt::format("sets both {} and {}; exactly one value attribute is allowed",
+                                QuoteName(set->name), QuoteName(a.name)));
     }
     set = &a;
   }
@@ -50,7 +51,7 @@ Result<Value> ConstantValue(const NodeDef& node) {
   auto expect = [&](Attribute::Kind kind, const char* what) -> Status {
     if (a.kind == kind) return {};
     return Status(StatusCode::kInvalidModel,
-                  fmt::format("attribute '{}' must be {}", a.name, what));
+                  fmt::format("attribute {} must be {}", QuoteName(a.name), what));
   };
   if (a.name == "sparse_value") {
     return Status(StatusCode::kUnsupported, "Constant with 'sparse_value': sparse tensors are "
@@ -86,7 +87,7 @@ Result<Value> ConstantValue(const NodeDef& node) {
     IDEM_RETURN_IF_ERROR(expect(Attribute::Kind::kStrings, "a list of strings"));
     return Value::MakeStringTensor({static_cast<int64_t>(a.strings.size())}, a.strings);
   }
-  return Status(StatusCode::kInvalidModel, fmt::format("unknown attribute '{}'", a.name));
+  return Status(StatusCode::kInvalidModel, fmt::format("unknown attribute {}", QuoteName(a.name)));
 }
 
 KernelSchema ConstantSchema(int version) {

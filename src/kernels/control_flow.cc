@@ -10,6 +10,7 @@
 // iteration.
 #include <fmt/format.h>
 
+#include "src/core/text.h"
 #include "src/kernels/sequence_internal.h"
 #include "src/kernels/tensor_util.h"
 
@@ -32,7 +33,7 @@ Result<const GraphDef*> GraphAttribute(const NodeDef& node, const std::string& n
   const Attribute* a = node.FindAttribute(name);
   if (a == nullptr || a->kind != Attribute::Kind::kGraph || !a->graph) {
     return Status(StatusCode::kInvalidModel,
-                  fmt::format("attribute '{}' (a graph) is required", name));
+                  fmt::format("attribute {} (a graph) is required", QuoteName(name)));
   }
   return a->graph.get();
 }
@@ -497,7 +498,7 @@ Result<std::vector<int64_t>> IntsAttribute(const NodeDef& node, const std::strin
   if (a == nullptr) return std::vector<int64_t>(count, fallback);
   if (a->kind != Attribute::Kind::kInts || a->ints.size() != count) {
     return Status(StatusCode::kInvalidModel,
-                  fmt::format("attribute '{}' must list {} ints", name, count));
+                  fmt::format("attribute {} must list {} ints", QuoteName(name), count));
   }
   return a->ints;
 }

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "src/core/text.h"
 #include "src/kernels/kernel.h"
 
 namespace idem {
@@ -110,10 +111,12 @@ Result<int64_t> GetIntAttribute(const NodeDef& node, const std::string& name,
   const Attribute* a = node.FindAttribute(name);
   if (a == nullptr) {
     if (default_value) return *default_value;
-    return Status(StatusCode::kInvalidModel, fmt::format("required attribute '{}' is missing", name));
+    return Status(StatusCode::kInvalidModel,
+                  fmt::format("required attribute {} is missing", QuoteName(name)));
   }
   if (a->kind != Attribute::Kind::kInt) {
-    return Status(StatusCode::kInvalidModel, fmt::format("attribute '{}' must be an int", name));
+    return Status(StatusCode::kInvalidModel,
+                  fmt::format("attribute {} must be an int", QuoteName(name)));
   }
   return a->i;
 }
@@ -122,13 +125,13 @@ Result<int64_t> ReadScalarIndex(const Value& value, std::string_view input_name)
   const Tensor& t = value.tensor();
   if (t.element_count() != 1 || t.rank() > 1) {
     return Status(StatusCode::kInvalidArgument,
-                  fmt::format("input '{}' must be a scalar (shape []), got {} elements of rank {}",
-                              input_name, t.element_count(), t.rank()));
+                  fmt::format("input {} must be a scalar (shape []), got {} elements of rank {}",
+                              QuoteName(input_name), t.element_count(), t.rank()));
   }
   if (t.element_type() == ElementType::kInt32) return int64_t{t.data_as<int32_t>()[0]};
   if (t.element_type() == ElementType::kInt64) return t.data_as<int64_t>()[0];
   return Status(StatusCode::kInvalidArgument,
-                fmt::format("input '{}' must be int32 or int64", input_name));
+                fmt::format("input {} must be int32 or int64", QuoteName(input_name)));
 }
 
 }  // namespace idem

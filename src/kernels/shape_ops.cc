@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "src/core/text.h"
 #include "src/kernels/sequence_internal.h"
 #include "src/kernels/tensor_util.h"
 
@@ -284,7 +285,8 @@ class SliceKernel final : public Kernel {
 Result<std::vector<int64_t>> RequiredInts(const NodeDef& node, const std::string& name) {
   const Attribute* a = node.FindAttribute(name);
   if (a == nullptr || a->kind != Attribute::Kind::kInts) {
-    return Status(StatusCode::kInvalidModel, fmt::format("attribute '{}' (ints) is required", name));
+    return Status(StatusCode::kInvalidModel,
+                  fmt::format("attribute {} (ints) is required", QuoteName(name)));
   }
   return a->ints;
 }

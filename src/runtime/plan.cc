@@ -247,9 +247,10 @@ class GraphPlanner {
   Status CheckNotShadowing(const std::string& name, std::string_view what) const {
     for (const GraphPlanner* p = parent_; p != nullptr; p = p->parent_) {
       if (p->Defines(name)) {
-        return Invalid(fmt::format("{} '{}' shadows a value of an enclosing graph (names must be "
-                                   "unique across a graph and its subgraphs)",
-                                   what, name));
+        return Invalid(
+            fmt::format("{} {} shadows a value of an enclosing graph (names must be "
+                        "unique across a graph and its subgraphs)",
+                        what, QuoteName(name)));
       }
     }
     return {};
@@ -261,7 +262,7 @@ class GraphPlanner {
     std::unordered_map<std::string, Value> initializers;
     for (const NamedValue& init : graph_.initializers) {
       if (!initializers.emplace(init.name, init.value).second) {
-        return Invalid(fmt::format("initializer '{}' is defined twice", init.name));
+        return Invalid(fmt::format("initializer {} is defined twice", QuoteName(init.name)));
       }
     }
     std::set<std::string> input_names;
@@ -269,7 +270,7 @@ class GraphPlanner {
       const ValueInfo& input = graph_.inputs[k];
       if (input.name.empty()) return Invalid("a graph input has an empty name");
       if (!input_names.insert(input.name).second) {
-        return Invalid(fmt::format("graph input '{}' is listed twice", input.name));
+        return Invalid(fmt::format("graph input {} is listed twice", QuoteName(input.name)));
       }
       IDEM_RETURN_IF_ERROR(CheckNotShadowing(input.name, "graph input"));
       if (plan.is_subgraph) {
@@ -280,8 +281,9 @@ class GraphPlanner {
         // structure is checked.
         if (typed && !input.type.SameStructure(formal_types[k]) &&
             !(input.type.is_tensor() && input.type.element_type() == ElementType::kUndefined)) {
-          return Invalid(fmt::format("input '{}' is declared {} but receives {}", input.name,
-                                     input.type.ToString(), formal_types[k].ToString()));
+          return Invalid(fmt::format("input {} is declared {} but receives {}",
+                                     QuoteName(input.name), input.type.ToString(),
+                                     formal_types[k].ToString()));
         }
         if (typed && !HasDefinedElements(input.type)) type = formal_types[k];
         initializers.erase(input.name);
@@ -294,8 +296,8 @@ class GraphPlanner {
       auto init = initializers.find(input.name);
       if (init != initializers.end()) {
         if (!init->second.type().CompatibleWith(input.type)) {
-          return Invalid(fmt::format("graph input '{}' is declared {} but its initializer is {}",
-                                     input.name, input.type.ToShortString(),
+          return Invalid(fmt::format("graph input {} is declared {} but its initializer is {}",
+                                     QuoteName(input.name), input.type.ToShortString(),
                                      init->second.type().ToShortString()));
         }
         const auto index = static_cast<int32_t>(plan.overrides.size());
@@ -306,8 +308,8 @@ class GraphPlanner {
         continue;
       }
       if (!HasDefinedElements(input.type)) {
-        return Invalid(fmt::format("graph input '{}' has type {} with an undefined element type",
-                                   input.name, input.type.ToString()));
+        return Invalid(fmt::format("graph input {} has type {} with an undefined element type",
+                                   QuoteName(input.name), input.type.ToString()));
       }
       const auto index = static_cast<int32_t>(plan.feeds.size());
       plan.feeds.push_back(input);
@@ -337,17 +339,17 @@ class GraphPlanner {
         if (out.empty()) continue;
         if (slots_.count(out) != 0) {
           return Invalid(
-              fmt::format("{}: output '{}' is already a graph input or initializer; "
+              fmt::format("{}: output {} is already a graph input or initializer; "
                           "each value has one producer",
-                          node.Label(n), out));
+                          node.Label(n), QuoteName(out)));
         }
         IDEM_RETURN_IF_ERROR(CheckNotShadowing(out, node.Label(n) + ": output"));
         auto [it, inserted] = producer_.emplace(out, static_cast<int>(n));
         if (!inserted) {
-          return Invalid(
-              fmt::format("'{}' is produced by both {} and {}; each value has one "
-                          "producer",
-                          out, graph_.nodes[it->second].Label(it->second), node.Label(n)));
+          return Invalid(fmt::format(
+              "{} is produced by both {} and {}; each value has one "
+              "producer",
+              QuoteName(out), graph_.nodes[it->second].Label(it->second), node.Label(n)));
         }
       }
     }
@@ -363,8 +365,8 @@ class GraphPlanner {
       const NodeDef& node = graph_.nodes[n];
       auto opset = Opsets().find(node.domain);
       if (opset == Opsets().end()) {
-        unsupported.push_back(
-            fmt::format("{} (domain '{}' is not in opset_import)", node.Label(n), node.domain));
+        unsupported.push_back(fmt::format("{} (domain {} is not in opset_import)", node.Label(n),
+                                          QuoteName(node.domain)));
         continue;
       }
       schemas_[n] = registry_.Resolve(node.domain, node.op_type, opset->second);
@@ -388,7 +390,7 @@ class GraphPlanner {
 
   static std::string StepLabel(const NodeDef& node, size_t n, const KernelSchema& schema) {
     return node.name.empty() ? fmt::format("node #{} ({})", n, schema.Name())
-                             : fmt::format("node '{}' ({})", node.name, schema.Name());
+                             : fmt::format("node {} ({})", QuoteName(node.name), schema.Name());
   }
 
   Status CheckArity(const NodeDef& node, const KernelSchema& schema,
@@ -427,7 +429,7 @@ class GraphPlanner {
       if (std::find(schema.attributes.begin(), schema.attributes.end(), a.name) ==
           schema.attributes.end()) {
         return Invalid(fmt::format(
-            "{}: unknown attribute '{}' ({} defines {})", label, a.name, schema.Name(),
+            "{}: unknown attribute {} ({} defines {})", label, QuoteName(a.name), schema.Name(),
             schema.attributes.empty() ? std::string("none")
                                       : fmt::format("{}", fmt::join(schema.attributes, ", "))));
       }
@@ -446,8 +448,8 @@ class GraphPlanner {
       const FormalParameter& formal = schema.inputs[std::min(i, schema.inputs.size() - 1)];
       if (name.empty()) {
         if (formal.arity != FormalParameter::Arity::kOptional) {
-          return Invalid(
-              fmt::format("{}: input {} ('{}') is required but empty", label, i, formal.name));
+          return Invalid(fmt::format("{}: input {} ({}) is required but empty", label, i,
+                                     QuoteName(formal.name)));
         }
         continue;
       }
@@ -455,19 +457,20 @@ class GraphPlanner {
       if (slot == nullptr) {
         auto prod = producer_.find(name);
         if (prod == producer_.end()) {
-          return Invalid(
-              fmt::format("{}: input '{}' is undefined (not a graph input, initializer "
-                          "or node output{})",
-                          label, name, parent_ != nullptr ? " here or in an enclosing graph" : ""));
+          return Invalid(fmt::format(
+              "{}: input {} is undefined (not a graph input, initializer "
+              "or node output{})",
+              label, QuoteName(name), parent_ != nullptr ? " here or in an enclosing graph" : ""));
         }
         std::string cycle = FindCycle(graph_, producer_, static_cast<int>(n));
         if (!cycle.empty()) {
-          return Invalid(fmt::format("{}: input '{}' is part of a cycle: {}", label, name, cycle));
+          return Invalid(
+              fmt::format("{}: input {} is part of a cycle: {}", label, QuoteName(name), cycle));
         }
         return Invalid(
-            fmt::format("{}: input '{}' is used before {} produces it (nodes must be "
+            fmt::format("{}: input {} is used before {} produces it (nodes must be "
                         "topologically sorted)",
-                        label, name, graph_.nodes[prod->second].Label(prod->second)));
+                        label, QuoteName(name), graph_.nodes[prod->second].Label(prod->second)));
       }
       input_types[i] = &slot->type;
       step.inputs[i] = slot->ref;
@@ -490,7 +493,7 @@ class GraphPlanner {
       const TypeConstraint* c = schema.FindConstraint(formal.type_param);
       const Type& actual = *input_types[i];
       if (c != nullptr && !c->Allows(actual)) {
-        return Invalid(fmt::format("{}: input '{}' is {}; {}", label, node.inputs[i],
+        return Invalid(fmt::format("{}: input {} is {}; {}", label, QuoteName(node.inputs[i]),
                                    actual.ToString(),
                                    DescribeRejection(registry_, schema, *c, i, true, actual)));
       }
@@ -502,9 +505,10 @@ class GraphPlanner {
       auto [b, inserted] =
           bound.emplace(formal.type_param, std::make_pair(actual, node.inputs[i]));
       if (!inserted && !b->second.first.SameStructure(actual)) {
-        return Invalid(fmt::format("{}: input '{}' is {} but input '{}' is {}; both are type {}",
-                                   label, node.inputs[i], actual.ToString(), b->second.second,
-                                   b->second.first.ToString(), formal.type_param));
+        return Invalid(fmt::format("{}: input {} is {} but input {} is {}; both are type {}", label,
+                                   QuoteName(node.inputs[i]), actual.ToString(),
+                                   QuoteName(b->second.second), b->second.first.ToString(),
+                                   formal.type_param));
       }
     }
     return {};
@@ -524,23 +528,24 @@ class GraphPlanner {
       const TypeConstraint* c = schema.FindConstraint(formal.type_param);
       const Type& out_type = inferred[o];
       if (c != nullptr && !c->Allows(out_type)) {
-        return Invalid(fmt::format("{}: output '{}' would be {}; {}", label, node.outputs[o],
-                                   out_type.ToString(),
+        return Invalid(fmt::format("{}: output {} would be {}; {}", label,
+                                   QuoteName(node.outputs[o]), out_type.ToString(),
                                    DescribeRejection(registry_, schema, *c, o, false, out_type)));
       }
       const bool free_variadic =
           formal.arity == FormalParameter::Arity::kVariadic && schema.heterogeneous_variadic;
       auto b = bound.find(formal.type_param);
       if (!free_variadic && b != bound.end() && !b->second.first.SameStructure(out_type)) {
-        return Invalid(fmt::format("{}: output '{}' would be {} but type {} is {}", label,
-                                   node.outputs[o], out_type.ToString(), formal.type_param,
-                                   b->second.first.ToString()));
+        return Invalid(fmt::format("{}: output {} would be {} but type {} is {}", label,
+                                   QuoteName(node.outputs[o]), out_type.ToString(),
+                                   formal.type_param, b->second.first.ToString()));
       }
       if (node.outputs[o].empty()) continue;
       auto d = declared_.find(node.outputs[o]);
       if (d != declared_.end() && !d->second.CompatibleWith(out_type)) {
-        return Invalid(fmt::format("{}: output '{}' is declared {} but the node produces {}",
-                                   label, node.outputs[o], DescribeMismatch(d->second, out_type),
+        return Invalid(fmt::format("{}: output {} is declared {} but the node produces {}", label,
+                                   QuoteName(node.outputs[o]),
+                                   DescribeMismatch(d->second, out_type),
                                    DescribeMismatch(out_type, d->second)));
       }
     }
@@ -557,17 +562,17 @@ class GraphPlanner {
       const ValueInfo& output = graph_.outputs[k];
       if (output.name.empty()) return Invalid("a graph output has an empty name");
       if (!output_names.insert(output.name).second && !plan.is_subgraph) {
-        return Invalid(fmt::format("graph output '{}' is listed twice", output.name));
+        return Invalid(fmt::format("graph output {} is listed twice", QuoteName(output.name)));
       }
       const NamedSlot* slot = Resolve(output.name);
       if (slot == nullptr) {
-        return Invalid(fmt::format("graph output '{}' is never produced", output.name));
+        return Invalid(fmt::format("graph output {} is never produced", QuoteName(output.name)));
       }
       const bool typed = k >= graph_.output_typed.size() || graph_.output_typed[k];
       if (typed && !output.type.CompatibleWith(slot->type)) {
-        return Invalid(fmt::format("graph output '{}' is declared {} but the graph produces {}",
-                                   output.name, DescribeMismatch(output.type, slot->type),
-                                   DescribeMismatch(slot->type, output.type)));
+        return Invalid(fmt::format(
+            "graph output {} is declared {} but the graph produces {}", QuoteName(output.name),
+            DescribeMismatch(output.type, slot->type), DescribeMismatch(slot->type, output.type)));
       }
       // Declared types carry shapes the inferred ones may lack; untyped outputs take the
       // inferred type.
@@ -674,8 +679,8 @@ class GraphPlanner::NodeSubgraphs final : public SubgraphPlanner {
     }
     if (input_types.size() != graph.inputs.size()) {
       return Status(StatusCode::kInvalidModel,
-                    fmt::format("subgraph '{}' has {} inputs; the node passes {}", graph.name,
-                                graph.inputs.size(), input_types.size()));
+                    fmt::format("subgraph {} has {} inputs; the node passes {}",
+                                QuoteName(graph.name), graph.inputs.size(), input_types.size()));
     }
     auto plan = std::make_unique<Plan>();
     // The subgraph inherits the model's opsets.
@@ -684,8 +689,8 @@ class GraphPlanner::NodeSubgraphs final : public SubgraphPlanner {
     sub.opsets_override_ = &owner_.Opsets();
     Status status = sub.Build(*plan, input_types);
     if (!status.ok()) {
-      return std::move(status).WithContext(
-          fmt::format("subgraph '{}'", graph.name.empty() ? std::string("(unnamed)") : graph.name));
+      return std::move(status).WithContext(fmt::format(
+          "subgraph {}", QuoteName(graph.name.empty() ? std::string("(unnamed)") : graph.name)));
     }
     SubgraphInfo info;
     info.handle = static_cast<int32_t>(owner_.program_.subgraphs.size());

@@ -1,7 +1,5 @@
 #include "idem/session.h"
 
-#include "idem/session_proto.h"
-
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
@@ -10,13 +8,14 @@
 #include <memory>
 #include <new>
 #include <tuple>
+#include <unordered_map>
 
+#include "idem/session_proto.h"
+#include "src/core/text.h"
 #include "src/kernels/kernel.h"
 #include "src/onnx/model_loader.h"
 #include "src/runtime/executor.h"
 #include "src/runtime/plan.h"
-
-#include <unordered_map>
 
 namespace idem {
 namespace {
@@ -110,7 +109,8 @@ Status CheckFeeds(const Plan& plan, std::span<const Value> feeds) {
   }
   for (size_t i = 0; i < feeds.size(); ++i) {
     Status s = CheckValueMatchesType(feeds[i], plan.feeds[i].type);
-    if (!s.ok()) return std::move(s).WithContext(fmt::format("input '{}'", plan.feeds[i].name));
+    if (!s.ok())
+      return std::move(s).WithContext(fmt::format("input {}", QuoteName(plan.feeds[i].name)));
   }
   return {};
 }
@@ -256,26 +256,26 @@ Result<std::vector<Value>> Session::RunNamed(std::span<const NamedValue> named,
     auto it = impl_->input_index.find(nv.name);
     if (it == impl_->input_index.end()) {
       return Status(StatusCode::kNotFound,
-                    fmt::format("'{}' is not an input of the model", nv.name));
+                    fmt::format("{} is not an input of the model", QuoteName(nv.name)));
     }
     if (it->second >= 0) {
       const auto i = static_cast<size_t>(it->second);
       if (!feeds[i].is_null()) {
         return Status(StatusCode::kInvalidArgument,
-                      fmt::format("input '{}' is fed twice", nv.name));
+                      fmt::format("input {} is fed twice", QuoteName(nv.name)));
       }
       feeds[i] = nv.value;
     } else {
       const auto i = static_cast<size_t>(-(it->second + 1));
       Status s = CheckValueMatchesType(nv.value, plan.overrides[i].type);
-      if (!s.ok()) return std::move(s).WithContext(fmt::format("input '{}'", nv.name));
+      if (!s.ok()) return std::move(s).WithContext(fmt::format("input {}", QuoteName(nv.name)));
       overrides[i] = nv.value;
     }
   }
   for (size_t i = 0; i < feeds.size(); ++i) {
     if (feeds[i].is_null()) {
       return Status(StatusCode::kInvalidArgument,
-                    fmt::format("input '{}' ({}) is not fed", plan.feeds[i].name,
+                    fmt::format("input {} ({}) is not fed", QuoteName(plan.feeds[i].name),
                                 plan.feeds[i].type.ToShortString()));
     }
   }
@@ -297,16 +297,16 @@ Result<std::vector<std::vector<int64_t>>> Session::RunInto(
     const Value& v = outputs[i];
     if (!v.is_tensor() || v.tensor().element_type() == ElementType::kString) {
       return Status(StatusCode::kInvalidArgument,
-                    fmt::format("RunInto: output '{}' is {}; only non-string tensors can be "
+                    fmt::format("RunInto: output {} is {}; only non-string tensors can be "
                                 "written to caller memory (use Run)",
-                                plan.outputs[i].name, v.type().ToString()));
+                                QuoteName(plan.outputs[i].name), v.type().ToString()));
     }
     if (v.tensor().data().size() > destinations[i].capacity ||
         (destinations[i].data == nullptr && v.tensor().data().size() > 0)) {
-      return Status(
-          StatusCode::kOutOfRange,
-          fmt::format("RunInto: output '{}' needs {} bytes, buffer holds {}", plan.outputs[i].name,
-                      v.tensor().data().size(), destinations[i].capacity));
+      return Status(StatusCode::kOutOfRange,
+                    fmt::format("RunInto: output {} needs {} bytes, buffer holds {}",
+                                QuoteName(plan.outputs[i].name), v.tensor().data().size(),
+                                destinations[i].capacity));
     }
   }
   std::vector<std::vector<int64_t>> shapes;
