@@ -14,6 +14,7 @@
 
 #include "src/onnx/proto_convert.h"
 #include "src/onnx/wire_walker.h"
+#include "src/core/text.h"
 
 namespace idem {
 namespace {
@@ -39,11 +40,12 @@ Status Bad(std::string message) { return Status(StatusCode::kInvalidModel, std::
 Result<ValueInfo> ConvertValueInfo(const onnx::ValueInfoProto& p, const Limits& limits,
                                    std::string_view role) {
   if (!p.has_type()) {
-    return Bad(fmt::format("{} '{}' has no type", role, p.name()));
+    return Bad(fmt::format("{} {} has no type", role, QuoteName(p.name())));
   }
   auto type = TypeFromProto(p.type(), limits);
   if (!type.ok()) {
-    return std::move(type).take_status().WithContext(fmt::format("{} '{}'", role, p.name()));
+    return std::move(type).take_status().WithContext(
+        fmt::format("{} {}", role, QuoteName(p.name())));
   }
   return ValueInfo{p.name(), std::move(type).value()};
 }
@@ -73,7 +75,7 @@ Result<std::shared_ptr<const GraphDef>> ConvertSubgraph(onnx::GraphProto& g,
   sub->name = g.name();
   Status status = ConvertGraph(g, context, depth + 1, state, *sub);
   if (!status.ok()) {
-    return std::move(status).WithContext(fmt::format("subgraph '{}'", g.name()));
+    return std::move(status).WithContext(fmt::format("subgraph {}", QuoteName(g.name())));
   }
   return std::shared_ptr<const GraphDef>(std::move(sub));
 }
@@ -204,8 +206,8 @@ Result<GraphDef> ConvertModel(onnx::ModelProto& model, const LoadContext& contex
     const std::string domain = NormaliseDomain(opset.domain());
     auto [it, inserted] = graph.opsets.emplace(domain, opset.version());
     if (!inserted && it->second != opset.version()) {
-      return Bad(fmt::format("opset_import lists domain '{}' twice ({} and {})", opset.domain(),
-                             it->second, opset.version()));
+      return Bad(fmt::format("opset_import lists domain {} twice ({} and {})",
+                             QuoteName(opset.domain()), it->second, opset.version()));
     }
   }
   if (auto it = graph.opsets.find(""); it != graph.opsets.end()) {
@@ -237,7 +239,7 @@ Result<NodeDef> ConvertNode(onnx::NodeProto& p, size_t n, const LoadContext& con
     auto converted = ConvertAttribute(attribute, context, depth, state);
     if (!converted.ok()) {
       return std::move(converted).take_status().WithContext(
-          fmt::format("{}: attribute '{}'", node.Label(n), attribute.name()));
+          fmt::format("{}: attribute {}", node.Label(n), QuoteName(attribute.name())));
     }
     node.attributes.push_back(std::move(converted).value());
   }

@@ -929,10 +929,11 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
   if (!result.ok()) return std::move(result).take_status().WithContext(in_path);
   if (result->external_data && RealFolder(in_path) != RealFolder(out_path)) {
     const auto& [tensor, location] = *result->external_data;
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("{}: tensor '{}' is external data ('{}', relative to the model's "
-                              "folder); write the result into {} so the locations stay valid",
-                              in_path, tensor, location, DirectoryOf(in_path)));
+    return Status(
+        StatusCode::kInvalidArgument,
+        fmt::format("{}: tensor {} is external data ({}, relative to the model's "
+                    "folder); write the result into {} so the locations stay valid",
+                    in_path, QuoteName(tensor), QuoteName(location), DirectoryOf(in_path)));
   }
   // OUT replacing one of the model's own external-data files would destroy its weights (the
   // model would then read its own bytes as tensor data).
