@@ -749,6 +749,45 @@ static void test_run_options(const char* dir) {
   idem_value_release(outputs[0]);
   idem_value_release(outputs[1]);
 
+  /* run_into with options: the deadline stops the forever loop and nothing is written; a run that
+   * ends writes its outputs. */
+  {
+    float v_out[6] = {0};
+    float w_out = 0;
+    int64_t v_dims[3] = {-1, -1, -1};
+    idem_output_buffer_t buffers[2];
+    memset(buffers, 0, sizeof(buffers));
+    buffers[0].data = v_out;
+    buffers[0].capacity = sizeof(v_out);
+    buffers[0].dims = v_dims;
+    buffers[0].dims_capacity = 3;
+    buffers[0].byte_size = 12345;
+    buffers[1].data = &w_out;
+    buffers[1].capacity = sizeof(w_out);
+    buffers[1].byte_size = 12345;
+    MUST(idem_run_options_set_timeout_ns(run_options, 20ull * 1000000ull)); /* 20 ms */
+    EXPECT_ERROR(idem_session_run_into_with_options(session, run_options,
+                                                    (const idem_value_t* const*)forever.inputs, 3,
+                                                    buffers, 2),
+                 IDEM_DEADLINE_EXCEEDED, "node 'forever' (Loop-16)");
+    CHECK(buffers[0].byte_size == 12345 && buffers[1].byte_size == 12345 && v_dims[0] == -1);
+    MUST(idem_session_run_into_with_options(
+        session, run_options, (const idem_value_t* const*)once.inputs, 3, buffers, 2));
+    CHECK(buffers[0].byte_size == sizeof(v_out) && buffers[0].rank == 3 && v_dims[0] == 2 &&
+          v_dims[1] == 1 && v_dims[2] == 3);
+    CHECK(memcmp(v_out, once.v, sizeof(v_out)) == 0 && w_out == once.w);
+    /* NULL options are the defaults (idem_session_run_into). */
+    memset(v_out, 0, sizeof(v_out));
+    MUST(idem_session_run_into_with_options(session, NULL,
+                                            (const idem_value_t* const*)once.inputs, 3, buffers, 2));
+    CHECK(memcmp(v_out, once.v, sizeof(v_out)) == 0);
+    EXPECT_ERROR(idem_session_run_into_with_options(
+                     session, (const idem_run_options_t*)session,
+                     (const idem_value_t* const*)once.inputs, 3, buffers, 2),
+                 IDEM_INVALID_ARGUMENT, "run_options");
+    MUST(idem_run_options_clear_timeout(run_options));
+  }
+
   /* The usual run checks apply. */
   EXPECT_ERROR(idem_session_run_with_options(
                    session, run_options, (const idem_value_t* const*)once.inputs, 3, outputs, 1),

@@ -283,6 +283,16 @@ IDEM_API idem_status_t* idem_session_run_into(const idem_session_t* session,
                                               const idem_value_t* const* inputs, size_t n_inputs,
                                               idem_output_buffer_t* outputs, size_t n_outputs);
 
+/* idem_session_run_into with run options (NULL run_options: idem_session_run_into). On
+ * cancellation or timeout the status is IDEM_CANCELLED / IDEM_DEADLINE_EXCEEDED naming the node,
+ * and nothing has been written to the output buffers. */
+IDEM_API idem_status_t* idem_session_run_into_with_options(const idem_session_t* session,
+                                                           const idem_run_options_t* run_options,
+                                                           const idem_value_t* const* inputs,
+                                                           size_t n_inputs,
+                                                           idem_output_buffer_t* outputs,
+                                                           size_t n_outputs);
+
 /* ---- Values ------------------------------------------------------------------------------- */
 
 /* Called once with (release_ctx, data) when idem no longer needs borrowed tensor data. It may run

@@ -729,54 +729,78 @@ idem_status_t* idem_run_options_clear_timeout(idem_run_options_t* run_options) {
   });
 }
 
+namespace {
+
+idem_status_t* RunSessionInto(const char* fn, const idem_session_t* session,
+                              const idem_run_options_t* run_options,
+                              const idem_value_t* const* inputs, size_t n_inputs,
+                              idem_output_buffer_t* outputs, size_t n_outputs) {
+  IDEM_CHECK_HANDLE(session, kSessionMagic, "session");
+  if (run_options != nullptr) IDEM_CHECK_HANDLE(run_options, kRunOptionsMagic, "run_options");
+  if (outputs == nullptr && n_outputs > 0) return NullOut(fn, "outputs");
+  const auto infos = session->session.outputs();
+  if (n_outputs != infos.size()) {
+    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(n_outputs) +
+                                                 " output buffers, the model has " +
+                                                 std::to_string(infos.size()) + " outputs");
+  }
+  std::vector<idem::Value> feeds;
+  if (idem_status_t* e = CollectFeeds(fn, "inputs", inputs, n_inputs, &feeds)) return e;
+  idem::Result<std::vector<idem::Value>> result =
+      run_options == nullptr ? session->session.Run(feeds)
+                             : session->session.Run(feeds, ToRunOptions(run_options));
+  if (!result.ok()) return FromStatus(result.status());
+  // Check every destination before writing any: an error leaves caller memory untouched.
+  for (size_t i = 0; i < n_outputs; ++i) {
+    const idem::Value& v = (*result)[i];
+    const std::string prefix = std::string(fn) + ": output " + idem::QuoteName(infos[i].name);
+    if (!v.is_tensor() || v.tensor().element_type() == idem::ElementType::kString) {
+      return MakeStatus(IDEM_INVALID_ARGUMENT,
+                        prefix + " is " + v.type().ToString() +
+                            "; only non-string tensors can be written to caller memory "
+                            "(use idem_session_run)");
+    }
+    const idem::Tensor& t = v.tensor();
+    if (t.data().size() > outputs[i].capacity ||
+        (outputs[i].data == nullptr && !t.data().empty())) {
+      return MakeStatus(IDEM_OUT_OF_RANGE, prefix + " needs " + std::to_string(t.data().size()) +
+                                               " bytes, buffer holds " +
+                                               std::to_string(outputs[i].capacity));
+    }
+    if (t.rank() > outputs[i].dims_capacity || (outputs[i].dims == nullptr && t.rank() > 0)) {
+      return MakeStatus(IDEM_OUT_OF_RANGE, prefix + " has rank " + std::to_string(t.rank()) +
+                                               ", dims holds " +
+                                               std::to_string(outputs[i].dims_capacity));
+    }
+  }
+  for (size_t i = 0; i < n_outputs; ++i) {
+    const idem::Tensor& t = (*result)[i].tensor();
+    if (!t.data().empty()) std::memcpy(outputs[i].data, t.data().data(), t.data().size());
+    for (size_t d = 0; d < t.rank(); ++d) outputs[i].dims[d] = t.shape()[d];
+    outputs[i].byte_size = t.data().size();
+    outputs[i].rank = t.rank();
+    outputs[i].element_type = static_cast<int32_t>(t.element_type());
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 idem_status_t* idem_session_run_into(const idem_session_t* session,
                                      const idem_value_t* const* inputs, size_t n_inputs,
                                      idem_output_buffer_t* outputs, size_t n_outputs) {
   return Guard(__func__, [&](const char* fn) -> idem_status_t* {
-    IDEM_CHECK_HANDLE(session, kSessionMagic, "session");
-    if (outputs == nullptr && n_outputs > 0) return NullOut(fn, "outputs");
-    const auto infos = session->session.outputs();
-    if (n_outputs != infos.size()) {
-      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(n_outputs) +
-                                                   " output buffers, the model has " +
-                                                   std::to_string(infos.size()) + " outputs");
-    }
-    std::vector<idem::Value> feeds;
-    if (idem_status_t* e = CollectFeeds(fn, "inputs", inputs, n_inputs, &feeds)) return e;
-    idem::Result<std::vector<idem::Value>> result = session->session.Run(feeds);
-    if (!result.ok()) return FromStatus(result.status());
-    // Check every destination before writing any: an error leaves caller memory untouched.
-    for (size_t i = 0; i < n_outputs; ++i) {
-      const idem::Value& v = (*result)[i];
-      const std::string prefix = std::string(fn) + ": output " + idem::QuoteName(infos[i].name);
-      if (!v.is_tensor() || v.tensor().element_type() == idem::ElementType::kString) {
-        return MakeStatus(IDEM_INVALID_ARGUMENT,
-                          prefix + " is " + v.type().ToString() +
-                              "; only non-string tensors can be written to caller memory "
-                              "(use idem_session_run)");
-      }
-      const idem::Tensor& t = v.tensor();
-      if (t.data().size() > outputs[i].capacity ||
-          (outputs[i].data == nullptr && !t.data().empty())) {
-        return MakeStatus(IDEM_OUT_OF_RANGE, prefix + " needs " + std::to_string(t.data().size()) +
-                                                 " bytes, buffer holds " +
-                                                 std::to_string(outputs[i].capacity));
-      }
-      if (t.rank() > outputs[i].dims_capacity || (outputs[i].dims == nullptr && t.rank() > 0)) {
-        return MakeStatus(IDEM_OUT_OF_RANGE, prefix + " has rank " + std::to_string(t.rank()) +
-                                                 ", dims holds " +
-                                                 std::to_string(outputs[i].dims_capacity));
-      }
-    }
-    for (size_t i = 0; i < n_outputs; ++i) {
-      const idem::Tensor& t = (*result)[i].tensor();
-      if (!t.data().empty()) std::memcpy(outputs[i].data, t.data().data(), t.data().size());
-      for (size_t d = 0; d < t.rank(); ++d) outputs[i].dims[d] = t.shape()[d];
-      outputs[i].byte_size = t.data().size();
-      outputs[i].rank = t.rank();
-      outputs[i].element_type = static_cast<int32_t>(t.element_type());
-    }
-    return nullptr;
+    return RunSessionInto(fn, session, nullptr, inputs, n_inputs, outputs, n_outputs);
+  });
+}
+
+idem_status_t* idem_session_run_into_with_options(const idem_session_t* session,
+                                                  const idem_run_options_t* run_options,
+                                                  const idem_value_t* const* inputs,
+                                                  size_t n_inputs, idem_output_buffer_t* outputs,
+                                                  size_t n_outputs) {
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    return RunSessionInto(fn, session, run_options, inputs, n_inputs, outputs, n_outputs);
   });
 }
 
