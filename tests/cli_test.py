@@ -204,6 +204,16 @@ class CliTest(unittest.TestCase):
         r = idem("test", case)
         self.assertEqual(r.returncode, 1)
         self.assertIn("FAIL unsupported", r.stdout)
+        # info still describes a model idem cannot run (most third-party models), and says why.
+        r = idem("info", case)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("input  x float[1]", r.stdout)
+        self.assertIn("node #0 (Relu): x -> y", r.stdout)
+        self.assertIn("runnable: no: ", r.stdout)
+        self.assertIn("unsupported operators: Relu-14", r.stdout)
+        # check still fails: it answers "can idem run this?".
+        r = idem("check", case)
+        self.assertEqual(r.returncode, 1)
 
     # ---- issue 12: crashes, misreads and integrity (each fails on the code before the fix)
 

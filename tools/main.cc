@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "idem/idem.h"
 #include "src/core/text.h"
@@ -176,9 +177,52 @@ int Check(const std::string& model_arg, const idem::SessionOptions& options) {
   return 0;
 }
 
+// What `info` prints for a model the loader reads but idem cannot run (operators it lacks): the
+// file's structure as declared, without resolved versions or inferred types.
+std::string DescribeUnplanned(const idem::GraphDef& graph) {
+  std::string out = fmt::format("IR version {}\nopsets:", graph.ir_version);
+  for (const auto& [domain, version] : graph.opsets) {
+    out += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : Safe(domain), version);
+  }
+  out += "\n";
+  std::set<std::string> initialized;
+  for (const idem::NamedValue& init : graph.initializers) initialized.insert(init.name);
+  auto type_of = [](const idem::Type& type) {
+    return type.kind() == idem::ValueKind::kTensor &&
+                   type.element_type() == idem::ElementType::kUndefined
+               ? std::string("(untyped)")
+               : type.ToShortString();
+  };
+  for (const idem::ValueInfo& v : graph.inputs) {
+    out += fmt::format("input  {} {}{}\n", Safe(v.name), type_of(v.type),
+                       initialized.count(v.name) ? " (initializer default)" : "");
+  }
+  for (const idem::ValueInfo& v : graph.outputs) {
+    out += fmt::format("output {} {}\n", Safe(v.name), type_of(v.type));
+  }
+  out += fmt::format("nodes ({}):\n", graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const idem::NodeDef& node = graph.nodes[n];
+    out += fmt::format("  {}: {} -> {}\n", node.Label(n),
+                       Safe(fmt::format("{}", fmt::join(node.inputs, ", "))),
+                       Safe(fmt::format("{}", fmt::join(node.outputs, ", "))));
+  }
+  return out;
+}
+
 int Info(const std::string& model_arg, const idem::SessionOptions& options) {
   const std::string model = ModelPath(model_arg);
   auto session = idem::Session::Create(model, options);
+  if (!session.ok() && session.status().code() == idem::StatusCode::kUnsupported) {
+    // A valid model with operators idem lacks (most third-party models): still describe it.
+    auto graph = idem::LoadGraphFromFile(model, options.limits,
+                                         idem::ExternalDataOptions::From(options));
+    if (graph.ok()) {
+      fmt::print("{}\n{}runnable: no: {}\n", Safe(model), DescribeUnplanned(*graph),
+                 Safe(session.status().message()));
+      return 0;
+    }
+  }
   if (!session.ok()) return Fail(session.status().message());
   // Describe() lists names from the file, one per line: keep its newlines, escape the rest.
   fmt::print("{}\n{}", Safe(model), idem::EscapeText(session->Describe(), /*keep_newlines=*/true));
