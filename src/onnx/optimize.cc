@@ -22,6 +22,7 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <onnx/onnx_pb.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +31,7 @@
 #include <climits>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <unordered_map>
@@ -38,6 +40,7 @@
 
 #include "src/core/text.h"
 #include "src/onnx/model_loader.h"
+#include "src/onnx/wire_walker.h"
 
 namespace idem {
 
@@ -791,40 +794,105 @@ class Optimizer {
 
 Status Bad(std::string message) { return Status(StatusCode::kInvalidModel, std::move(message)); }
 
-Result<ProtoOptimizeResult> ParseAndOptimize(std::span<const std::byte> in, std::string* out,
-                                             const OptimizeOptions& options) {
+// Parses `bytes` into `message` with protobuf's recursion limit set to `recursion_limit`.
+bool ParseWithLimit(google::protobuf::MessageLite& message, std::span<const char> bytes,
+                    int recursion_limit) {
+  pb::io::ArrayInputStream stream(bytes.data(), static_cast<int>(bytes.size()));
+  pb::io::CodedInputStream coded(&stream);
+  coded.SetRecursionLimit(recursion_limit);
+  return message.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
+}
+
+// The optimized model before it is written: unchanged (the input's own bytes are the result) or a
+// compact serialization whose raw_data references point into the input (see ExpandRawRefs).
+struct Optimized {
+  ProtoOptimizeResult result;
+  bool unchanged = true;
+  std::string compact;
+  std::vector<RawRef> refs;
+};
+
+// The input goes through the wire walker first, as a model load does: protobuf parses only the
+// model without its raw_data payloads, which stay where they are (the caller's buffer or the file
+// mapping) and are streamed into the output. Memory is that of the small rest, whatever the
+// weights weigh, and a file over protobuf's 2 GiB limit is optimized like any other.
+Result<Optimized> ParseAndOptimize(std::span<const std::byte> in, const OptimizeOptions& options) {
   if (in.size() > options.limits.max_model_bytes) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("model of {} bytes exceeds max_model_bytes {}", in.size(),
                               options.limits.max_model_bytes));
   }
   if (in.empty()) return Bad("the model is empty (0 bytes)");
-  if (in.size() > static_cast<size_t>(INT_MAX)) {
-    return Bad(fmt::format("not a valid ONNX model: {} bytes exceed protobuf's 2 GiB", in.size()));
+  // Each subgraph level costs 3 message levels (graph, node, attribute); types nest too.
+  const int recursion_limit = 3 * std::max(options.limits.max_graph_depth, 0) +
+                              2 * std::max(options.limits.max_type_depth, 0) + 32;
+  auto compact = CompactModelBytes(in, options.limits, recursion_limit);
+  if (!compact.ok()) {
+    Status status = std::move(compact).take_status();
+    if (status.code() != StatusCode::kInvalidModel) return status;
+    return Bad(fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, "
+                           "not a ModelProto, or nested deeper than the limits allow): {}",
+                           in.size(), status.message()));
   }
   onnx::ModelProto model;
-  {
-    pb::io::ArrayInputStream stream(in.data(), static_cast<int>(in.size()));
-    pb::io::CodedInputStream coded(&stream);
-    // Each subgraph level costs 3 message levels (graph, node, attribute); types nest too.
-    coded.SetRecursionLimit(3 * std::max(options.limits.max_graph_depth, 0) +
-                            2 * std::max(options.limits.max_type_depth, 0) + 32);
-    if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
-      return Bad(
-          fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, not a "
-                      "ModelProto, or nested deeper than the limits allow)",
-                      in.size()));
+  const auto parse_failed = [&] {
+    return Bad(fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, "
+                           "not a ModelProto, or nested deeper than the limits allow)",
+                           in.size()));
+  };
+  if (!ParseWithLimit(model, compact->bytes, recursion_limit)) return parse_failed();
+  // The main graph's nodes were set apart by the walker, in order; nodes sit two levels down.
+  for (const RawRef& r : compact->nodes) {
+    const std::span<const char> node(compact->node_bytes.data() + r.offset, r.length);
+    if (!ParseWithLimit(*model.mutable_graph()->add_node(), node, recursion_limit - 2)) {
+      return parse_failed();
     }
   }
+  std::string().swap(compact->bytes);
+  std::string().swap(compact->node_bytes);
   if (!model.has_graph()) return Bad("model has no graph");
-  IDEM_ASSIGN_OR_RETURN(ProtoOptimizeResult result, OptimizeModelProto(model, options));
-  if (result.report.removed == 0) {
-    // Nothing changed: hand back the input's own bytes, not a re-serialization.
-    out->assign(reinterpret_cast<const char*>(in.data()), in.size());
-  } else if (!model.SerializeToString(out)) {
-    return Status(StatusCode::kInternal, "serializing the optimized model failed");
+  Optimized optimized;
+  IDEM_ASSIGN_OR_RETURN(optimized.result, OptimizeModelProto(model, options));
+  if (optimized.result.report.removed > 0) {
+    optimized.unchanged = false;
+    if (!model.SerializeToString(&optimized.compact)) {
+      return Status(StatusCode::kResourceExhausted,
+                    "the optimized model without its raw_data payloads is over protobuf's 2 GiB");
+    }
+    optimized.refs = std::move(compact->refs);
   }
-  return result;
+  return optimized;
+}
+
+// Writes `piece` through `sink`; where it lies in `mapping` (the input file's read-only private
+// mapping), in chunks whose pages are then dropped from this process (MADV_DONTNEED: they are
+// the file's, re-read on a later access), so streaming gigabytes of weights through the output
+// does not make them resident here.
+Status WriteReleasingMappedPages(std::span<const std::byte> piece,
+                                 std::span<const std::byte> mapping, const ByteSink& sink) {
+  constexpr size_t kChunk = size_t{64} << 20;
+  const auto* begin = piece.data();
+  const bool mapped = !piece.empty() && begin >= mapping.data() &&
+                      begin + piece.size() <= mapping.data() + mapping.size();
+  if (!mapped || piece.size() < kChunk) return sink(piece);
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (size_t done = 0; done < piece.size(); done += kChunk) {
+    const auto chunk = piece.subspan(done, std::min(kChunk, piece.size() - done));
+    IDEM_RETURN_IF_ERROR(sink(chunk));
+    // Whole pages inside the chunk only (its edges may share a page with bytes still to come).
+    const auto first = (reinterpret_cast<uintptr_t>(chunk.data()) + page - 1) / page * page;
+    const auto last = (reinterpret_cast<uintptr_t>(chunk.data()) + chunk.size()) / page * page;
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
+  return {};
+}
+
+// Hands the optimized model's bytes to `sink`: the input itself when nothing was removed (byte
+// identity), else the compact serialization with every raw_data reference expanded.
+Status WriteOptimized(const Optimized& optimized, std::span<const std::byte> in,
+                      const ByteSink& sink) {
+  if (optimized.unchanged) return sink(in);
+  return ExpandRawRefs(std::as_bytes(std::span(optimized.compact)), optimized.refs, in, sink);
 }
 
 // realpath of `path`'s folder ("." when it has none).
@@ -835,7 +903,9 @@ std::string RealFolder(const std::string& path) {
   return buf;
 }
 
-Status WriteAtomically(const std::string& path, const std::string& bytes) {
+// `produce` hands the file's bytes, in order, to the sink it is given.
+Status WriteAtomically(const std::string& path,
+                       const std::function<Status(const ByteSink&)>& produce) {
   const std::string dir = DirectoryOf(path);
   const size_t slash = path.rfind('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -872,16 +942,32 @@ Status WriteAtomically(const std::string& path, const std::string& bytes) {
     mode = 0666 & ~mask;
   }
   bool ok = fchmod(fd, mode) == 0;
-  size_t done = 0;
-  while (ok && done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = false;
-      break;
-    }
-    done += static_cast<size_t>(n);
+  int write_errno = 0;
+  Status produced;
+  if (ok) {
+    produced = produce([&](std::span<const std::byte> piece) -> Status {
+      size_t done = 0;
+      while (done < piece.size()) {
+        const ssize_t n = write(fd, piece.data() + done, piece.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          write_errno = n < 0 ? errno : EIO;
+          return Status(StatusCode::kIoError,
+                        fmt::format("{}: write failed: {}", path, strerror(write_errno)));
+        }
+        done += static_cast<size_t>(n);
+      }
+      return {};
+    });
+    ok = produced.ok();
   }
+  if (!ok && write_errno == 0 && !produced.ok()) {
+    // Not an I/O error (e.g. malformed data while expanding): no partial file, the cause as is.
+    close(fd);
+    unlink(temp.c_str());
+    return produced;
+  }
+  if (write_errno != 0) errno = write_errno;
   ok = ok && fsync(fd) == 0;
   const int saved_errno = errno;
   close(fd);
@@ -907,8 +993,13 @@ Result<ProtoOptimizeResult> OptimizeModelProto(onnx::ModelProto& model,
 
 Result<OptimizeReport> OptimizeModelBytes(std::span<const std::byte> in, std::string* out,
                                           const OptimizeOptions& options) {
-  IDEM_ASSIGN_OR_RETURN(ProtoOptimizeResult result, ParseAndOptimize(in, out, options));
-  return std::move(result.report);
+  IDEM_ASSIGN_OR_RETURN(Optimized optimized, ParseAndOptimize(in, options));
+  out->clear();
+  IDEM_RETURN_IF_ERROR(WriteOptimized(optimized, in, [out](std::span<const std::byte> piece) {
+    out->append(reinterpret_cast<const char*>(piece.data()), piece.size());
+    return Status();
+  }));
+  return std::move(optimized.result.report);
 }
 
 Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::string& out_path,
@@ -922,11 +1013,13 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
                               "in-place (--in-place)",
                               out_path));
   }
-  auto bytes = ReadFileBytes(in_path, options.limits.max_model_bytes);
-  if (!bytes.ok()) return std::move(bytes).take_status();
-  std::string out;
-  auto result = ParseAndOptimize(std::as_bytes(std::span(bytes.value())), &out, options);
-  if (!result.ok()) return std::move(result).take_status().WithContext(in_path);
+  // Mapped, not read: raw_data payloads go from the mapping straight into the output file.
+  auto mapped = MapModelFile(in_path, options.limits.max_model_bytes);
+  if (!mapped.ok()) return std::move(mapped).take_status();
+  const std::span<const std::byte> in = mapped->bytes();
+  auto optimized = ParseAndOptimize(in, options);
+  if (!optimized.ok()) return std::move(optimized).take_status().WithContext(in_path);
+  ProtoOptimizeResult* result = &optimized->result;
   if (result->external_data && RealFolder(in_path) != RealFolder(out_path)) {
     const auto& [tensor, location] = *result->external_data;
     return Status(
@@ -953,10 +1046,22 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
     }
   }
   if (options.verify) {
+    // The check needs the result in memory (only then: the plain write streams it).
+    std::string out;
+    if (!optimized->unchanged) {
+      IDEM_RETURN_IF_ERROR(WriteOptimized(*optimized, in, [&out](std::span<const std::byte> p) {
+        out.append(reinterpret_cast<const char*>(p.data()), p.size());
+        return Status();
+      }));
+    }
     IDEM_RETURN_IF_ERROR(
-        options.verify(std::as_bytes(std::span(bytes.value())), std::as_bytes(std::span(out))));
+        options.verify(in, optimized->unchanged ? in : std::as_bytes(std::span(out))));
   }
-  IDEM_RETURN_IF_ERROR(WriteAtomically(out_path, out));
+  IDEM_RETURN_IF_ERROR(WriteAtomically(out_path, [&](const ByteSink& sink) {
+    return WriteOptimized(*optimized, in, [&](std::span<const std::byte> piece) {
+      return WriteReleasingMappedPages(piece, in, sink);
+    });
+  }));
   return std::move(result->report);
 }
 

@@ -208,12 +208,14 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b) {
 
 class Walker {
  public:
-  Walker(std::span<const std::byte> input, const Limits& limits, bool emit)
+  Walker(std::span<const std::byte> input, const Limits& limits, bool emit,
+         int max_depth = kMaxWireDepth)
       : base_(reinterpret_cast<const uint8_t*>(input.data())),
         size_(input.size()),
         limits_(limits),
         budget_(LoadMemoryBudget(input.size(), limits)),
-        emit_(emit) {}
+        emit_(emit),
+        max_depth_(max_depth) {}
 
   Status WalkRoot(Kind kind) {
     Seek(0);
@@ -388,9 +390,9 @@ class Walker {
       switch (role.role) {
         case Role::kMessage: {
           IDEM_RETURN_IF_ERROR(CountEntry(role.child, kind, number, graph_depth + 1));
-          if (depth + 1 > kMaxWireDepth) {
+          if (depth + 1 > max_depth_) {
             return Status(StatusCode::kInvalidModel,
-                          fmt::format("messages nested deeper than {} (byte {})", kMaxWireDepth,
+                          fmt::format("messages nested deeper than {} (byte {})", max_depth_,
                                       field_start));
           }
           const int child_graph_depth = role.child == Kind::kGraph ? graph_depth + 1 : graph_depth;
@@ -469,21 +471,189 @@ class Walker {
   const Limits& limits_;
   uint64_t budget_;
   bool emit_;
+  int max_depth_;
   uint64_t sequence_items_ = 0;
   std::optional<CodedInputStream> stream_;
   uint64_t window_begin_ = 0;
   uint64_t window_end_ = 0;
 };
 
+// Whether a message of this kind can hold a TensorProto (and so a raw_data reference) at any
+// depth: the expander copies every other message verbatim.
+bool MayHoldTensors(Kind kind) {
+  switch (kind) {
+    case Kind::kModel:
+    case Kind::kGraph:
+    case Kind::kNode:
+    case Kind::kAttribute:
+    case Kind::kTensor:
+    case Kind::kSparseTensor:
+    case Kind::kTrainingInfo:
+    case Kind::kFunction:
+    case Kind::kSequence:
+    case Kind::kMap:
+    case Kind::kOptional:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// ExpandRawRefs in two passes over the same messages in the same order: Measure records every
+// descended message's expanded size (pre-order), Emit writes, taking each length from that list.
+// Recursion depth is bounded by the nesting protobuf accepted when it parsed the model.
+class Expander {
+ public:
+  Expander(std::span<const std::byte> compact, std::span<const RawRef> refs,
+           std::span<const std::byte> input, const ByteSink* sink)
+      : compact_(reinterpret_cast<const uint8_t*>(compact.data())),
+        compact_size_(compact.size()),
+        refs_(refs),
+        input_(input),
+        sink_(sink) {}
+
+  Status Run() {
+    if (compact_size_ > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+      return Status(StatusCode::kInternal, "compact model over 2 GiB");
+    }
+    measuring_ = true;
+    IDEM_ASSIGN_OR_RETURN(uint64_t total, Walk(Kind::kModel, 0, compact_size_, 0));
+    (void)total;
+    measuring_ = false;
+    next_size_ = 0;
+    IDEM_RETURN_IF_ERROR(Walk(Kind::kModel, 0, compact_size_, 0).status());
+    return Flush();
+  }
+
+ private:
+  Status Bad(uint64_t at) const {
+    return Status(StatusCode::kInternal,
+                  fmt::format("expanding raw_data references: malformed compact model at byte {}",
+                              at));
+  }
+
+  // Walks the message at [begin, end) of compact_; returns its expanded size.
+  Result<uint64_t> Walk(Kind kind, uint64_t begin, uint64_t end, int depth) {
+    if (depth > kExpandMaxDepth) return Bad(begin);
+    const size_t my_size = next_size_++;
+    if (measuring_) sizes_.push_back(0);
+    CodedInputStream stream(compact_ + begin, static_cast<int>(end - begin));
+    uint64_t total = 0;
+    uint64_t copy_from = begin;  // verbatim bytes pending: [copy_from, here)
+    while (true) {
+      const uint64_t field_start = begin + static_cast<uint64_t>(stream.CurrentPosition());
+      if (field_start >= end) break;
+      const uint32_t tag = stream.ReadTagNoLastTag();
+      if (tag == 0) return Bad(field_start);
+      const uint64_t tag_end = begin + static_cast<uint64_t>(stream.CurrentPosition());
+      const int number = WireFormatLite::GetTagFieldNumber(tag);
+      const auto wire = WireFormatLite::GetTagWireType(tag);
+      if (kind == Kind::kTensor && number == kRawRefField &&
+          wire == WireFormatLite::WIRETYPE_VARINT) {
+        uint64_t index = 0;
+        if (!stream.ReadVarint64(&index) || index >= refs_.size()) return Bad(field_start);
+        const RawRef& ref = refs_[index];
+        if (ref.offset > input_.size() || ref.length > input_.size() - ref.offset) {
+          return Bad(field_start);
+        }
+        IDEM_RETURN_IF_ERROR(Verbatim(copy_from, field_start, total));
+        copy_from = begin + static_cast<uint64_t>(stream.CurrentPosition());
+        uint8_t header[16];
+        uint8_t* p = CodedOutputStream::WriteVarint32ToArray(
+            WireFormatLite::MakeTag(9, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), header);
+        p = CodedOutputStream::WriteVarint64ToArray(ref.length, p);
+        IDEM_RETURN_IF_ERROR(Put(header, static_cast<size_t>(p - header), total));
+        IDEM_RETURN_IF_ERROR(
+            Put(reinterpret_cast<const uint8_t*>(input_.data()) + ref.offset, ref.length, total));
+        continue;
+      }
+      if (wire != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+        if (!WireFormatLite::SkipField(&stream, tag)) return Bad(field_start);
+        continue;
+      }
+      uint32_t length = 0;
+      if (!stream.ReadVarint32(&length)) return Bad(field_start);
+      const uint64_t content = begin + static_cast<uint64_t>(stream.CurrentPosition());
+      if (length > end - content) return Bad(field_start);
+      const uint64_t content_end = content + length;
+      const FieldRole role = RoleOf(kind, number);
+      if (role.role == Role::kMessage && MayHoldTensors(role.child)) {
+        IDEM_RETURN_IF_ERROR(Verbatim(copy_from, tag_end, total));
+        const size_t child = next_size_;
+        if (!measuring_) {
+          uint8_t header[10];
+          uint8_t* p = CodedOutputStream::WriteVarint64ToArray(sizes_[child], header);
+          IDEM_RETURN_IF_ERROR(Put(header, static_cast<size_t>(p - header), total));
+        }
+        IDEM_ASSIGN_OR_RETURN(uint64_t child_size,
+                              Walk(role.child, content, content_end, depth + 1));
+        // The child's bytes (and, when emitting, its length, counted by Put) are the parent's.
+        total += child_size;
+        if (measuring_) total += CodedOutputStream::VarintSize64(child_size);
+        copy_from = content_end;
+      }
+      if (!stream.Skip(static_cast<int>(length))) return Bad(field_start);
+    }
+    IDEM_RETURN_IF_ERROR(Verbatim(copy_from, end, total));
+    if (measuring_) sizes_[my_size] = total;
+    return total;
+  }
+
+  Status Verbatim(uint64_t from, uint64_t to, uint64_t& total) {
+    return to > from ? Put(compact_ + from, to - from, total) : Status();
+  }
+
+  // Counts `n` bytes; when emitting, hands them to the sink (small pieces are batched).
+  Status Put(const uint8_t* data, uint64_t n, uint64_t& total) {
+    total += n;
+    if (measuring_) return {};
+    if (n >= kDirect) {
+      IDEM_RETURN_IF_ERROR(Flush());
+      return (*sink_)(std::span(reinterpret_cast<const std::byte*>(data), static_cast<size_t>(n)));
+    }
+    if (pending_.size() + n > kBatch) IDEM_RETURN_IF_ERROR(Flush());
+    pending_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+    return {};
+  }
+
+  Status Flush() {
+    if (pending_.empty()) return {};
+    Status status = (*sink_)(std::as_bytes(std::span(pending_.data(), pending_.size())));
+    pending_.clear();
+    return status;
+  }
+
+  // Beyond any nesting protobuf parses with the limits idem sets (a backstop, not a limit).
+  static constexpr int kExpandMaxDepth = 4096;
+  static constexpr uint64_t kDirect = 64 << 10;
+  static constexpr uint64_t kBatch = 1 << 20;
+
+  const uint8_t* compact_;
+  uint64_t compact_size_;
+  std::span<const RawRef> refs_;
+  std::span<const std::byte> input_;
+  const ByteSink* sink_;
+  bool measuring_ = true;
+  std::vector<uint64_t> sizes_;
+  size_t next_size_ = 0;
+  std::string pending_;
+};
+
 }  // namespace
+
+Status ExpandRawRefs(std::span<const std::byte> compact, std::span<const RawRef> refs,
+                     std::span<const std::byte> input, const ByteSink& sink) {
+  return Expander(compact, refs, input, &sink).Run();
+}
 
 uint64_t LoadMemoryBudget(uint64_t input_bytes, const Limits& limits) {
   return std::max(limits.max_load_memory_floor,
                   SaturatingMul(input_bytes, limits.max_load_memory_factor));
 }
 
-Result<CompactModel> CompactModelBytes(std::span<const std::byte> input, const Limits& limits) {
-  Walker walker(input, limits, /*emit=*/true);
+Result<CompactModel> CompactModelBytes(std::span<const std::byte> input, const Limits& limits,
+                                       int max_depth) {
+  Walker walker(input, limits, /*emit=*/true, max_depth);
   IDEM_RETURN_IF_ERROR(walker.WalkRoot(Kind::kModel));
   if (walker.out.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       std::any_of(walker.nodes.begin(), walker.nodes.end(), [](const RawRef& r) {

@@ -28,6 +28,7 @@
 #define IDEM_SRC_ONNX_WIRE_WALKER_H_
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,7 +81,23 @@ uint64_t LoadMemoryBudget(uint64_t input_bytes, const Limits& limits);
 // Walks a ModelProto. Errors: kInvalidModel for malformed wire data (as protobuf would refuse
 // it), kResourceExhausted for limits (nodes, values, graph depth, load memory, or a compact copy
 // over protobuf's 2 GiB).
-Result<CompactModel> CompactModelBytes(std::span<const std::byte> input, const Limits& limits);
+// `max_depth` bounds message nesting (the optimizer, which parses with a recursion limit derived
+// from max_graph_depth, passes its own).
+Result<CompactModel> CompactModelBytes(std::span<const std::byte> input, const Limits& limits,
+                                       int max_depth = kMaxWireDepth);
+
+// Receives output bytes in order, in pieces (a piece may point into the model's own bytes).
+using ByteSink = std::function<Status(std::span<const std::byte>)>;
+
+// The inverse of CompactModelBytes for a (possibly rewritten) model: `compact` is a serialized
+// ModelProto whose TensorProtos carry kRawRefField references into `refs` (as CompactModelBytes
+// emits them, parsed and re-serialized by protobuf, which keeps them as unknown fields); `sink`
+// receives the same ModelProto with every reference replaced by the raw_data it stands for, read
+// from `input`. Nothing is copied but into `sink`, so the output may exceed 2 GiB. Message
+// lengths are computed in a first pass over `compact` (which is < 2 GiB); a reference out of
+// range, or malformed wire data, is kInternal (`compact` is idem's own output).
+Status ExpandRawRefs(std::span<const std::byte> compact, std::span<const RawRef> refs,
+                     std::span<const std::byte> input, const ByteSink& sink);
 
 // Walks a value file's bytes without copying anything and checks the same limits (load memory,
 // sequence length), so a hostile .pb is refused before protobuf parses it.
