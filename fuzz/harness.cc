@@ -19,6 +19,7 @@
 
 #include "idem/idem.h"
 #include "src/onnx/model_loader.h"
+#include "src/onnx/optimize.h"
 #include "src/onnx/proto_convert.h"
 #include "tools/backend_test.h"
 
@@ -316,6 +317,21 @@ void CheckOptimize(const uint8_t* data, size_t size, const Session* original) {
   if (report->removed == 0 &&
       (out.size() != size || (size > 0 && std::memcmp(out.data(), data, size) != 0))) {
     Die("optimize: nothing removed but the bytes changed");
+  }
+  // The streaming path (wire walker + raw_data expansion) must give the message the plain protobuf
+  // path gives, compared in protobuf's canonical serialization.
+  if (report->removed > 0) {
+    onnx::ModelProto full, got;
+    if (size <= static_cast<size_t>(std::numeric_limits<int>::max()) &&
+        full.ParseFromArray(data, static_cast<int>(size))) {
+      auto reference = OptimizeModelProto(full, {});
+      if (!reference.ok()) Die("optimize: the plain path fails: " + reference.status().ToString());
+      if (reference->report.removed != report->removed) Die("optimize: paths remove differently");
+      if (!got.ParseFromString(out)) Die("optimize: the result does not parse");
+      if (full.SerializeAsString() != got.SerializeAsString()) {
+        Die("optimize: the streamed result differs from the plain protobuf path's");
+      }
+    }
   }
   std::string again;
   auto second = OptimizeModelBytes(result, &again);
