@@ -457,54 +457,12 @@ TEST(WireWalkerTest, OverlongTagsAndLengthsAgreeWithProtobuf) {
 // 2.5 GiB in raw_data, returned by Identity. Only the header pages are ever touched.
 TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   const uint64_t n = (uint64_t{5} << 29);  // 2.5 GiB
-  onnx::TensorProto head;
-  head.set_name("w");
-  head.set_data_type(static_cast<int32_t>(ElementType::kUint8));
-  head.add_dims(static_cast<int64_t>(n));
-  std::string tensor = head.SerializeAsString();
-  // raw_data tag (field 9, length-delimited) and length; the payload follows in the file.
-  uint8_t buffer[16];
-  uint8_t* p = buffer;
-  *p++ = 0x4a;
-  for (uint64_t v = n; ; v >>= 7) {
-    if (v < 0x80) { *p++ = static_cast<uint8_t>(v); break; }
-    *p++ = static_cast<uint8_t>(v | 0x80);
-  }
-  tensor.append(reinterpret_cast<char*>(buffer), static_cast<size_t>(p - buffer));
-  const uint64_t tensor_size = tensor.size() + n;
-
   onnx::GraphProto rest;
   AddNode(&rest, "Identity", {"w"}, {"y"}, "id");
   AddValueInfo(rest.mutable_output(), "y",
                TensorTypeProto(ElementType::kUint8, {static_cast<int64_t>(n)}));
-  const std::string rest_bytes = rest.SerializeAsString();
-
-  auto varint = [](uint64_t v) {
-    std::string s;
-    for (;; v >>= 7) {
-      if (v < 0x80) { s += static_cast<char>(v); break; }
-      s += static_cast<char>(v | 0x80);
-    }
-    return s;
-  };
-  // graph = initializer field (5) + rest
-  std::string graph_head = std::string("\x2a") + varint(tensor_size) + tensor;
-  const uint64_t graph_size = graph_head.size() + n + rest_bytes.size();
-  onnx::ModelProto m = EmptyModel(13, 8);
-  std::string model_head = m.SerializeAsString() + std::string("\x3a") + varint(graph_size) +
-                           graph_head;
-  const uint64_t total = model_head.size() + n + rest_bytes.size();
-  ASSERT_GT(total, uint64_t{2} << 30);
-
   const std::string path = ::testing::TempDir() + "/idem_large_model.onnx";
-  int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(pwrite(fd, model_head.data(), model_head.size(), 0),
-            static_cast<ssize_t>(model_head.size()));
-  ASSERT_EQ(pwrite(fd, rest_bytes.data(), rest_bytes.size(),
-                   static_cast<off_t>(model_head.size() + n)),
-            static_cast<ssize_t>(rest_bytes.size()));
-  close(fd);
+  ASSERT_GT(testing::WriteSparseModel(path, EmptyModel(13, 8), rest, n), uint64_t{2} << 30);
 
   rusage before {};
   getrusage(RUSAGE_SELF, &before);

@@ -1097,43 +1097,14 @@ TEST_F(OptimizeFileTest, OverTwoGibStreamsRawDataFromTheMapping) {
     GTEST_SKIP() << "needs 8 GiB of free disk space for the 2.1 GiB output";
   }
   const uint64_t n = uint64_t{17} << 27;  // 2.125 GiB
-  auto varint = [](uint64_t v) {
-    std::string out;
-    for (;; v >>= 7) {
-      if (v < 0x80) {
-        out += static_cast<char>(v);
-        return out;
-      }
-      out += static_cast<char>(v | 0x80);
-    }
-  };
-  onnx::TensorProto head;
-  head.set_name("w");
-  head.set_data_type(onnx::TensorProto::UINT8);
-  head.add_dims(static_cast<int64_t>(n));
-  const std::string tensor = head.SerializeAsString() + "\x4a" + varint(n);  // raw_data: 9
   onnx::GraphProto rest;
   rest.set_name("g");
   AddNode(&rest, "Identity", {"w"}, {"w1"}, "drop");
   AddNode(&rest, "Identity", {"w1"}, {"y"}, "keep");
   AddValueInfo(rest.mutable_output(), "y",
                TensorTypeProto(ElementType::kUint8, {static_cast<int64_t>(n)}));
-  const std::string rest_bytes = rest.SerializeAsString();
-  const std::string graph_head = "\x2a" + varint(tensor.size() + n) + tensor;  // initializer: 5
-  const std::string model_head = EmptyModel(13, 8).SerializeAsString() + "\x3a" +
-                                 varint(graph_head.size() + n + rest_bytes.size()) + graph_head;
-  const uint64_t total = model_head.size() + n + rest_bytes.size();
-  ASSERT_GT(total, uint64_t{2} << 30);
-  {
-    const int fd = open(P("big.onnx").c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(pwrite(fd, model_head.data(), model_head.size(), 0),
-              static_cast<ssize_t>(model_head.size()));
-    ASSERT_EQ(pwrite(fd, rest_bytes.data(), rest_bytes.size(),
-                     static_cast<off_t>(model_head.size() + n)),
-              static_cast<ssize_t>(rest_bytes.size()));
-    close(fd);
-  }
+  ASSERT_GT(testing::WriteSparseModel(P("big.onnx"), EmptyModel(13, 8), rest, n),
+            uint64_t{2} << 30);
   rusage before {};
   getrusage(RUSAGE_SELF, &before);
   auto r = OptimizeModelFile(P("big.onnx"), P("out.onnx"));

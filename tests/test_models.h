@@ -3,7 +3,9 @@
 #define IDEM_TESTS_TEST_MODELS_H_
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <onnx/onnx_pb.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -210,6 +212,42 @@ inline onnx::ModelProto LoopModel(bool insert, int64_t n) {
   }
   SetGraphAttribute(loop, "body", body);
   return m;
+}
+
+// Protobuf's varint encoding of `v`.
+inline std::string Varint(uint64_t v) {
+  std::string out;
+  for (;; v >>= 7) {
+    if (v < 0x80) {
+      out += static_cast<char>(v);
+      return out;
+    }
+    out += static_cast<char>(v | 0x80);
+  }
+}
+
+// A ModelProto over 2 GiB written sparsely (the hole costs no disk): the main graph (`rest`
+// without initializers) gets one uint8 initializer "w" of `n` zero bytes in raw_data, written as
+// a hole. Returns the file's size (0 when a write failed).
+inline uint64_t WriteSparseModel(const std::string& path, const onnx::ModelProto& model_head,
+                                 const onnx::GraphProto& rest, uint64_t n) {
+  onnx::TensorProto head;
+  head.set_name("w");
+  head.set_data_type(onnx::TensorProto::UINT8);
+  head.add_dims(static_cast<int64_t>(n));
+  const std::string tensor = head.SerializeAsString() + "\x4a" + Varint(n);  // raw_data: 9
+  const std::string rest_bytes = rest.SerializeAsString();
+  const std::string graph_head = "\x2a" + Varint(tensor.size() + n) + tensor;  // initializer: 5
+  const std::string file_head = model_head.SerializeAsString() + "\x3a" +      // graph: 7
+                                Varint(graph_head.size() + n + rest_bytes.size()) + graph_head;
+  const int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0644);
+  if (fd < 0) return 0;
+  const bool ok =
+      pwrite(fd, file_head.data(), file_head.size(), 0) == static_cast<ssize_t>(file_head.size()) &&
+      pwrite(fd, rest_bytes.data(), rest_bytes.size(), static_cast<off_t>(file_head.size() + n)) ==
+          static_cast<ssize_t>(rest_bytes.size());
+  close(fd);
+  return ok ? file_head.size() + n + rest_bytes.size() : 0;
 }
 
 #define EXPECT_CONTAINS(haystack, needle) \

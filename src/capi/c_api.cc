@@ -537,28 +537,48 @@ idem::RunOptions ToRunOptions(const idem_run_options_t* run_options) {
   return options;
 }
 
-idem_status_t* RunSession(const char* fn, const idem_session_t* session,
+// What every run function does before it delivers outputs: check the handles and the output
+// count (`count_error` words the mismatch), collect the feeds, run. On success `*result` holds
+// the outputs.
+template <typename CountError>
+idem_status_t* CheckedRun(const char* fn, const idem_session_t* session,
                           const idem_run_options_t* run_options, const idem_value_t* const* inputs,
-                          size_t n_inputs, idem_value_t** outputs, size_t n_outputs) {
+                          size_t n_inputs, bool outputs_null, size_t n_outputs,
+                          CountError count_error, std::vector<idem::Value>* result) {
   IDEM_CHECK_HANDLE(session, kSessionMagic, "session");
   if (run_options != nullptr) IDEM_CHECK_HANDLE(run_options, kRunOptionsMagic, "run_options");
-  if (outputs == nullptr && n_outputs > 0) return NullOut(fn, "outputs");
+  if (outputs_null && n_outputs > 0) return NullOut(fn, "outputs");
   const size_t expected = session->session.outputs().size();
   if (n_outputs != expected) {
-    return MakeStatus(IDEM_INVALID_ARGUMENT,
-                      std::string(fn) + ": room for " + std::to_string(n_outputs) +
-                          " outputs, the model has " + std::to_string(expected));
+    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": " + count_error(expected));
   }
   std::vector<idem::Value> feeds;
   if (idem_status_t* e = CollectFeeds(fn, "inputs", inputs, n_inputs, &feeds)) return e;
-  idem::Result<std::vector<idem::Value>> result =
+  idem::Result<std::vector<idem::Value>> run =
       run_options == nullptr ? session->session.Run(feeds)
                              : session->session.Run(feeds, ToRunOptions(run_options));
-  if (!result.ok()) return FromStatus(result.status());
+  if (!run.ok()) return FromStatus(run.status());
+  *result = std::move(run).value();
+  return nullptr;
+}
+
+idem_status_t* RunSession(const char* fn, const idem_session_t* session,
+                          const idem_run_options_t* run_options, const idem_value_t* const* inputs,
+                          size_t n_inputs, idem_value_t** outputs, size_t n_outputs) {
+  std::vector<idem::Value> result;
+  if (idem_status_t* e = CheckedRun(
+          fn, session, run_options, inputs, n_inputs, outputs == nullptr, n_outputs,
+          [n_outputs](size_t expected) {
+            return "room for " + std::to_string(n_outputs) + " outputs, the model has " +
+                   std::to_string(expected);
+          },
+          &result)) {
+    return e;
+  }
   // Wrap every output before publishing any, so a failed allocation leaks nothing.
   std::vector<std::unique_ptr<idem_value_t>> made;
   made.reserve(n_outputs);
-  for (idem::Value& v : *result) made.emplace_back(NewValue(std::move(v)));
+  for (idem::Value& v : result) made.emplace_back(NewValue(std::move(v)));
   for (size_t i = 0; i < n_outputs; ++i) outputs[i] = made[i].release();
   return nullptr;
 }
@@ -735,21 +755,18 @@ idem_status_t* RunSessionInto(const char* fn, const idem_session_t* session,
                               const idem_run_options_t* run_options,
                               const idem_value_t* const* inputs, size_t n_inputs,
                               idem_output_buffer_t* outputs, size_t n_outputs) {
-  IDEM_CHECK_HANDLE(session, kSessionMagic, "session");
-  if (run_options != nullptr) IDEM_CHECK_HANDLE(run_options, kRunOptionsMagic, "run_options");
-  if (outputs == nullptr && n_outputs > 0) return NullOut(fn, "outputs");
-  const auto infos = session->session.outputs();
-  if (n_outputs != infos.size()) {
-    return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": " + std::to_string(n_outputs) +
-                                                 " output buffers, the model has " +
-                                                 std::to_string(infos.size()) + " outputs");
+  std::vector<idem::Value> values;
+  if (idem_status_t* e = CheckedRun(
+          fn, session, run_options, inputs, n_inputs, outputs == nullptr, n_outputs,
+          [n_outputs](size_t expected) {
+            return std::to_string(n_outputs) + " output buffers, the model has " +
+                   std::to_string(expected) + " outputs";
+          },
+          &values)) {
+    return e;
   }
-  std::vector<idem::Value> feeds;
-  if (idem_status_t* e = CollectFeeds(fn, "inputs", inputs, n_inputs, &feeds)) return e;
-  idem::Result<std::vector<idem::Value>> result =
-      run_options == nullptr ? session->session.Run(feeds)
-                             : session->session.Run(feeds, ToRunOptions(run_options));
-  if (!result.ok()) return FromStatus(result.status());
+  const auto infos = session->session.outputs();
+  const std::vector<idem::Value>* result = &values;
   // Check every destination before writing any: an error leaves caller memory untouched.
   for (size_t i = 0; i < n_outputs; ++i) {
     const idem::Value& v = (*result)[i];
