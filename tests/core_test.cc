@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -91,6 +92,110 @@ TEST(ValueTest, SequencesRejectMixedElementTypes) {
   auto mixed = Value::MakeSequence(ElementType::kFloat, {f, i});
   ASSERT_FALSE(mixed.ok());
   EXPECT_STATUS(mixed, StatusCode::kInvalidArgument, "int32");
+}
+
+// Tensors keep ranks <= 4 inline and larger ones on the heap; both must survive copies and moves
+// of the Tensor object (a caller may copy `value.tensor()`), and MakeTensorFromDims must apply
+// exactly MakeTensor's checks.
+TEST(ValueTest, ShapesOfAnyRankSurviveCopiesAndMoves) {
+  for (const std::vector<int64_t>& shape :
+       {std::vector<int64_t>{}, std::vector<int64_t>{1, 2, 1, 1},
+        std::vector<int64_t>{1, 1, 2, 1, 1}, std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 2}}) {
+    SCOPED_TRACE(fmt::format("rank {}", shape.size()));
+    const size_t count = shape.empty() ? 1 : 2;
+    auto buffer = Buffer::CopyOf(std::vector<std::byte>(4 * count)).value();
+    Value a = Value::MakeTensor(ElementType::kFloat, shape, buffer).value();
+    Value b = Value::MakeTensorFromDims(ElementType::kFloat, shape, buffer).value();
+    for (const Value* v : {&a, &b}) {
+      EXPECT_TRUE(std::ranges::equal(v->tensor().shape(), shape));
+      EXPECT_EQ(v->tensor().rank(), shape.size());
+      EXPECT_EQ(v->tensor().element_count(), static_cast<int64_t>(count));
+    }
+    Tensor copy = a.tensor();
+    Tensor assigned;
+    assigned = b.tensor();
+    EXPECT_TRUE(std::ranges::equal(copy.shape(), shape));
+    EXPECT_TRUE(std::ranges::equal(assigned.shape(), shape));
+    Tensor moved = std::move(copy);
+    EXPECT_TRUE(std::ranges::equal(moved.shape(), shape));
+    EXPECT_EQ(copy.rank(), 0u);  // NOLINT(bugprone-use-after-move): a moved-from Tensor is empty
+    assigned = std::move(moved);
+    EXPECT_TRUE(std::ranges::equal(assigned.shape(), shape));
+    EXPECT_EQ(assigned.data().data(), buffer.data());  // the bytes were never copied
+    assigned = Tensor();
+    EXPECT_EQ(assigned.rank(), 0u);
+    EXPECT_TRUE(std::ranges::equal(a.tensor().shape(), shape));  // the Value is untouched
+  }
+  auto buffer = Buffer::CopyOf(std::vector<std::byte>(8)).value();
+  const std::vector<int64_t> three = {3};
+  const std::vector<int64_t> negative = {-2};
+  EXPECT_STATUS(Value::MakeTensorFromDims(ElementType::kFloat, three, buffer),
+                StatusCode::kInvalidArgument, "needs 12 bytes");
+  EXPECT_STATUS(Value::MakeTensorFromDims(ElementType::kFloat, negative, buffer),
+                StatusCode::kInvalidArgument, "negative dim");
+  EXPECT_STATUS(Value::MakeTensorFromDims(ElementType::kString, three, buffer),
+                StatusCode::kInvalidArgument, "MakeStringTensor");
+  const std::vector<int64_t> huge = {1, 1, 1, 1, int64_t{1} << 62, 8};
+  EXPECT_STATUS(Value::MakeTensorFromDims(ElementType::kInt4, huge, buffer),
+                StatusCode::kOutOfRange, "overflows");
+}
+
+// Sequences keep up to 3 handles inline and move to the heap beyond; inserting at any position,
+// copying and moving must keep the elements, their order and the byte total.
+TEST(ValueTest, SequenceStorageKeepsOrderAcrossGrowthCopiesAndMoves) {
+  std::vector<Value> tensors;
+  for (int i = 0; i < 9; ++i) tensors.push_back(FloatTensor({1}, {static_cast<float>(i)}));
+  const std::vector<const Value*> handles = {&tensors[0], &tensors[1]};
+  Value seq = Value::MakeSequenceFrom(ElementType::kFloat, handles).value();
+  EXPECT_EQ(seq.sequence().size(), 2u);
+  EXPECT_TRUE(seq.sequence().at(1).SharesStorageWith(tensors[1]));
+  // Expected order after inserting 2..8 at alternating positions (front, back, middle).
+  std::vector<int> expected = {0, 1};
+  for (int i = 2; i < 9; ++i) {
+    const size_t index = i % 3 == 0 ? 0 : i % 3 == 1 ? expected.size() : expected.size() / 2;
+    ASSERT_TRUE(seq.InsertIntoUnsharedSequence(index, tensors[static_cast<size_t>(i)]));
+    expected.insert(expected.begin() + static_cast<std::ptrdiff_t>(index), i);
+    ASSERT_EQ(seq.sequence().size(), expected.size());
+    for (size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_TRUE(
+          seq.sequence().at(k).SharesStorageWith(tensors[static_cast<size_t>(expected[k])]));
+    }
+  }
+  const uint64_t total = seq.sequence().total_bytes();
+  EXPECT_EQ(total, 9u * (4 + 64 + 8));
+  EXPECT_FALSE(seq.InsertIntoUnsharedSequence(10, tensors[0]));  // past the end
+  for (size_t n : {size_t{0}, size_t{2}, size_t{3}, size_t{9}}) {
+    SCOPED_TRACE(fmt::format("{} elements", n));
+    Value s = Value::MakeSequence(ElementType::kFloat,
+                                  std::vector<Value>(tensors.begin(), tensors.begin() + n))
+                  .value();
+    Sequence copy = s.sequence();
+    Sequence moved = std::move(copy);
+    Sequence assigned;
+    assigned = moved;
+    Sequence move_assigned;
+    move_assigned = std::move(moved);
+    EXPECT_EQ(copy.size(), 0u);   // NOLINT(bugprone-use-after-move)
+    EXPECT_EQ(moved.size(), 0u);  // NOLINT(bugprone-use-after-move)
+    for (const Sequence* q :
+         {&std::as_const(assigned), &std::as_const(move_assigned), &s.sequence()}) {
+      ASSERT_EQ(q->size(), n);
+      EXPECT_EQ(q->total_bytes(), n * (4 + 64 + 8));
+      for (size_t k = 0; k < n; ++k) EXPECT_TRUE(q->at(k).SharesStorageWith(tensors[k]));
+    }
+  }
+  // MakeSequenceFrom applies MakeSequence's checks.
+  Value i32 =
+      Value::MakeTensor(ElementType::kInt32, {1}, Buffer::CopyOf(std::vector<std::byte>(4)).value())
+          .value();
+  const std::vector<const Value*> mixed = {&tensors[0], &i32};
+  EXPECT_STATUS(Value::MakeSequenceFrom(ElementType::kFloat, mixed), StatusCode::kInvalidArgument,
+                "element 1 of tensor(int32)");
+  const std::vector<const Value*> with_null = {&tensors[0], nullptr};
+  EXPECT_STATUS(Value::MakeSequenceFrom(ElementType::kFloat, with_null),
+                StatusCode::kInvalidArgument, "element 1 is not a tensor");
+  EXPECT_STATUS(Value::MakeSequenceFrom(ElementType::kUndefined, handles),
+                StatusCode::kInvalidArgument, "undefined");
 }
 
 TEST(ValueTest, EmptyOptionalKeepsItsType) {

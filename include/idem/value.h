@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,10 +35,18 @@ class IDEM_API Value {
 
   // `data` must hold exactly PackedByteSize(type, product(shape)) bytes; dims must be >= 0.
   static Result<Value> MakeTensor(ElementType type, std::vector<int64_t> shape, Buffer data);
+  // As above with the dims copied from `shape`, so a kernel building a shape on the stack
+  // allocates nothing for it (ranks up to 4 are stored inline).
+  static Result<Value> MakeTensorFromDims(ElementType type, std::span<const int64_t> shape,
+                                          Buffer data);
   static Result<Value> MakeStringTensor(std::vector<int64_t> shape,
                                         std::vector<std::string> strings);
   // Every element must be a tensor of `element_type`.
   static Result<Value> MakeSequence(ElementType element_type, std::vector<Value> tensors);
+  // As above, copying the handles `tensors` point to (no element bytes are copied); none may be
+  // null. What SequenceConstruct uses, so it builds no temporary vector.
+  static Result<Value> MakeSequenceFrom(ElementType element_type,
+                                        std::span<const Value* const> tensors);
   // `element` must be a tensor or a sequence.
   static Result<Value> MakeOptional(Value element);
   // As above with the element's type given (e.g. known at plan time), so no Type is built per
@@ -84,9 +93,18 @@ class IDEM_API Value {
 
 class IDEM_API Tensor {
  public:
+  Tensor() noexcept {}
+  Tensor(const Tensor& other);
+  Tensor(Tensor&& other) noexcept;
+  Tensor& operator=(const Tensor& other);
+  Tensor& operator=(Tensor&& other) noexcept;
+  ~Tensor();
+
   ElementType element_type() const { return element_type_; }
-  std::span<const int64_t> shape() const { return shape_; }
-  size_t rank() const { return shape_.size(); }
+  std::span<const int64_t> shape() const {
+    return {rank_ <= kInlineRank ? inline_dims_ : heap_dims_.data(), rank_};
+  }
+  size_t rank() const { return rank_; }
   int64_t element_count() const { return element_count_; }
   // Packed little-endian elements (4- and 2-bit types packed low bits first). Empty for strings.
   const Buffer& data() const { return data_; }
@@ -100,8 +118,20 @@ class IDEM_API Tensor {
 
  private:
   friend class Value;
+  // Dims of rank <= kInlineRank (nearly every tensor) live inside the Tensor, so making one
+  // allocates nothing for its shape; larger ranks keep a vector. rank_ says which member of the
+  // union is alive. Four dims keep a Value's node within one 128-byte heap chunk.
+  static constexpr uint32_t kInlineRank = 4;
+  void SetShape(std::span<const int64_t> shape);
+  void SetShape(std::vector<int64_t>&& shape);
+  void DestroyDims();
+
   ElementType element_type_ = ElementType::kUndefined;
-  std::vector<int64_t> shape_;
+  uint32_t rank_ = 0;
+  union {
+    int64_t inline_dims_[kInlineRank] = {};
+    std::vector<int64_t> heap_dims_;  // alive when rank_ > kInlineRank
+  };
   int64_t element_count_ = 0;
   Buffer data_;
   std::shared_ptr<const std::vector<std::string>> strings_;
@@ -109,18 +139,44 @@ class IDEM_API Tensor {
 
 class IDEM_API Sequence {
  public:
+  Sequence() = default;
+  Sequence(const Sequence& other);
+  Sequence(Sequence&& other) noexcept;
+  Sequence& operator=(const Sequence& other);
+  Sequence& operator=(Sequence&& other) noexcept;
+  ~Sequence();
+
   ElementType element_type() const { return element_type_; }
-  size_t size() const { return tensors_.size(); }
-  const Value& at(size_t index) const { return tensors_[index]; }
-  std::span<const Value> values() const { return tensors_; }
+  size_t size() const { return size_; }
+  const Value& at(size_t index) const { return data()[index]; }
+  std::span<const Value> values() const { return {data(), size_}; }
   // Sum of the elements' byte sizes (for run-time budgets), kept up to date in O(1) per insert.
   uint64_t total_bytes() const { return total_bytes_; }
 
  private:
   friend class Value;
+  // Up to kInlineValues handles live inside the Sequence (SequenceConstruct of a few tensors
+  // allocates only the Value's node); more go to a heap array that grows geometrically.
+  static constexpr size_t kInlineValues = 3;
+  const Value* data() const { return heap_ != nullptr ? heap_ : inline_values(); }
+  Value* data() { return heap_ != nullptr ? heap_ : inline_values(); }
+  const Value* inline_values() const {
+    return std::launder(reinterpret_cast<const Value*>(inline_));
+  }
+  Value* inline_values() { return std::launder(reinterpret_cast<Value*>(inline_)); }
+  // Room for `capacity` handles (never shrinks); may throw std::bad_alloc.
+  void Reserve(size_t capacity);
+  // Appends; precondition: size() < capacity.
+  void PushBackUnchecked(Value value);
+  void Insert(size_t index, Value value);
+  void Clear();
+
   ElementType element_type_ = ElementType::kUndefined;
-  std::vector<Value> tensors_;
+  Value* heap_ = nullptr;  // null while the handles are inline
+  size_t size_ = 0;
+  size_t capacity_ = kInlineValues;
   uint64_t total_bytes_ = 0;
+  alignas(Value) std::byte inline_[kInlineValues * sizeof(Value)];
 };
 
 class IDEM_API Optional {

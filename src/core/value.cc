@@ -6,6 +6,8 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <utility>
 #include <variant>
 
 namespace idem {
@@ -52,23 +54,217 @@ std::span<const std::string> Tensor::strings() const {
   return *strings_;
 }
 
-Result<Value> Value::MakeTensor(ElementType type, std::vector<int64_t> shape, Buffer data) {
-  if (type == ElementType::kString || ElementBits(type) == 0) {
+// ---- Tensor storage ---------------------------------------------------------------------------
+
+Tensor::Tensor(const Tensor& other)
+    : element_type_(other.element_type_),
+      element_count_(other.element_count_),
+      data_(other.data_),
+      strings_(other.strings_) {
+  SetShape(other.shape());
+}
+
+Tensor::Tensor(Tensor&& other) noexcept
+    : element_type_(other.element_type_),
+      element_count_(other.element_count_),
+      data_(std::move(other.data_)),
+      strings_(std::move(other.strings_)) {
+  if (other.rank_ > kInlineRank) {
+    std::construct_at(&heap_dims_, std::move(other.heap_dims_));
+  } else {
+    std::copy_n(other.inline_dims_, other.rank_, inline_dims_);
+  }
+  rank_ = other.rank_;
+  other.DestroyDims();
+}
+
+Tensor& Tensor::operator=(const Tensor& other) {
+  if (this != &other) *this = Tensor(other);
+  return *this;
+}
+
+Tensor& Tensor::operator=(Tensor&& other) noexcept {
+  if (this == &other) return *this;
+  DestroyDims();
+  if (other.rank_ > kInlineRank) {
+    std::construct_at(&heap_dims_, std::move(other.heap_dims_));
+  } else {
+    std::copy_n(other.inline_dims_, other.rank_, inline_dims_);
+  }
+  rank_ = other.rank_;
+  other.DestroyDims();
+  element_type_ = other.element_type_;
+  element_count_ = other.element_count_;
+  data_ = std::move(other.data_);
+  strings_ = std::move(other.strings_);
+  return *this;
+}
+
+Tensor::~Tensor() { DestroyDims(); }
+
+void Tensor::DestroyDims() {
+  if (rank_ > kInlineRank) std::destroy_at(&heap_dims_);
+  rank_ = 0;
+}
+
+// Preconditions (both overloads): no dims are stored (rank_ == 0) and shape.size() fits uint32
+// (MakeTensor checks it).
+void Tensor::SetShape(std::span<const int64_t> shape) {
+  if (shape.size() > kInlineRank) {
+    std::construct_at(&heap_dims_, shape.begin(), shape.end());
+  } else {
+    std::copy(shape.begin(), shape.end(), inline_dims_);
+  }
+  rank_ = static_cast<uint32_t>(shape.size());
+}
+
+void Tensor::SetShape(std::vector<int64_t>&& shape) {
+  if (shape.size() > kInlineRank) {
+    std::construct_at(&heap_dims_, std::move(shape));  // adopts the caller's allocation
+    rank_ = static_cast<uint32_t>(heap_dims_.size());
+  } else {
+    SetShape(std::span<const int64_t>(shape));
+  }
+}
+
+// ---- Sequence storage -------------------------------------------------------------------------
+
+Sequence::Sequence(const Sequence& other)
+    : element_type_(other.element_type_), total_bytes_(other.total_bytes_) {
+  Reserve(other.size_);
+  for (const Value& v : other.values()) PushBackUnchecked(v);
+}
+
+Sequence::Sequence(Sequence&& other) noexcept
+    : element_type_(other.element_type_), total_bytes_(other.total_bytes_) {
+  if (other.heap_ != nullptr) {
+    heap_ = std::exchange(other.heap_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, kInlineValues);
+  } else {
+    // Inline handles fit: moving them allocates nothing.
+    for (Value& v : std::span<Value>(other.inline_values(), other.size_)) {
+      PushBackUnchecked(std::move(v));
+    }
+    other.Clear();
+  }
+  other.total_bytes_ = 0;
+}
+
+Sequence& Sequence::operator=(const Sequence& other) {
+  if (this != &other) *this = Sequence(other);
+  return *this;
+}
+
+Sequence& Sequence::operator=(Sequence&& other) noexcept {
+  if (this == &other) return *this;
+  Clear();
+  if (heap_ != nullptr) {
+    std::allocator<Value>().deallocate(heap_, capacity_);
+    heap_ = nullptr;
+    capacity_ = kInlineValues;
+  }
+  element_type_ = other.element_type_;
+  total_bytes_ = std::exchange(other.total_bytes_, 0);
+  if (other.heap_ != nullptr) {
+    heap_ = std::exchange(other.heap_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    capacity_ = std::exchange(other.capacity_, kInlineValues);
+  } else {
+    for (Value& v : std::span<Value>(other.inline_values(), other.size_)) {
+      PushBackUnchecked(std::move(v));
+    }
+    other.Clear();
+  }
+  return *this;
+}
+
+Sequence::~Sequence() {
+  Clear();
+  if (heap_ != nullptr) std::allocator<Value>().deallocate(heap_, capacity_);
+}
+
+void Sequence::Clear() {
+  std::destroy_n(data(), size_);
+  size_ = 0;
+}
+
+void Sequence::Reserve(size_t capacity) {
+  if (capacity <= capacity_) return;
+  Value* fresh = std::allocator<Value>().allocate(capacity);  // may throw; nothing changed yet
+  Value* old = data();
+  std::uninitialized_move_n(old, size_, fresh);  // moving a handle cannot throw
+  std::destroy_n(old, size_);
+  if (heap_ != nullptr) std::allocator<Value>().deallocate(heap_, capacity_);
+  heap_ = fresh;
+  capacity_ = capacity;
+}
+
+void Sequence::PushBackUnchecked(Value value) {
+  std::construct_at(data() + size_, std::move(value));
+  ++size_;
+}
+
+void Sequence::Insert(size_t index, Value value) {
+  // Geometric growth keeps a run of appends linear, as std::vector::insert did.
+  if (size_ == capacity_) Reserve(capacity_ * 2);
+  Value* d = data();
+  if (index == size_) {
+    std::construct_at(d + size_, std::move(value));
+  } else {
+    std::construct_at(d + size_, std::move(d[size_ - 1]));
+    std::move_backward(d + index, d + size_ - 1, d + size_);
+    d[index] = std::move(value);
+  }
+  ++size_;
+}
+
+namespace {
+
+// The checks every non-string tensor passes: a valid element type, a rank that fits, dims whose
+// product fits, and exactly the bytes they need. Returns the element count.
+Result<int64_t> CheckTensor(ElementType type, std::span<const int64_t> shape, size_t data_size) {
+  if (type == ElementType::kString || ElementBits(type) == 0) [[unlikely]] {
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("MakeTensor: element type {} needs MakeStringTensor or is invalid",
                               ElementTypeName(type)));
   }
+  if (shape.size() > std::numeric_limits<uint32_t>::max()) [[unlikely]] {
+    return Status(StatusCode::kOutOfRange, fmt::format("rank {} is too large", shape.size()));
+  }
   IDEM_ASSIGN_OR_RETURN(int64_t count, CheckedElementCount(shape));
   auto bytes = PackedByteSize(type, static_cast<uint64_t>(count));
-  if (!bytes || *bytes != data.size()) {
+  if (!bytes || *bytes != data_size) [[unlikely]] {
     return Status(StatusCode::kInvalidArgument,
                   fmt::format("tensor({}) with {} elements needs {} bytes, got {}",
-                              ElementTypeName(type), count, bytes ? *bytes : 0, data.size()));
+                              ElementTypeName(type), count, bytes ? *bytes : 0, data_size));
   }
+  return count;
+}
+
+}  // namespace
+
+Result<Value> Value::MakeTensor(ElementType type, std::vector<int64_t> shape, Buffer data) {
+  IDEM_ASSIGN_OR_RETURN(int64_t count, CheckTensor(type, shape, data.size()));
   auto node = std::make_shared<Node>();
   Tensor& t = node->payload.emplace<Tensor>();
   t.element_type_ = type;
-  t.shape_ = std::move(shape);
+  t.SetShape(std::move(shape));
+  t.element_count_ = count;
+  t.data_ = std::move(data);
+  return Value(std::move(node));
+}
+
+Result<Value> Value::MakeTensorFromDims(ElementType type, std::span<const int64_t> shape,
+                                        Buffer data) {
+  // make_shared adds a 16-byte control block: a node of at most 104 bytes is a 120-byte request,
+  // one 128-byte glibc chunk.
+  static_assert(sizeof(Node) <= 104, "a Value's node must stay within one 128-byte heap chunk");
+  IDEM_ASSIGN_OR_RETURN(int64_t count, CheckTensor(type, shape, data.size()));
+  auto node = std::make_shared<Node>();
+  Tensor& t = node->payload.emplace<Tensor>();
+  t.element_type_ = type;
+  t.SetShape(shape);
   t.element_count_ = count;
   t.data_ = std::move(data);
   return Value(std::move(node));
@@ -76,6 +272,9 @@ Result<Value> Value::MakeTensor(ElementType type, std::vector<int64_t> shape, Bu
 
 Result<Value> Value::MakeStringTensor(std::vector<int64_t> shape,
                                       std::vector<std::string> strings) {
+  if (shape.size() > std::numeric_limits<uint32_t>::max()) {
+    return Status(StatusCode::kOutOfRange, fmt::format("rank {} is too large", shape.size()));
+  }
   IDEM_ASSIGN_OR_RETURN(int64_t count, CheckedElementCount(shape));
   if (static_cast<uint64_t>(count) != strings.size()) {
     return Status(
@@ -85,34 +284,68 @@ Result<Value> Value::MakeStringTensor(std::vector<int64_t> shape,
   auto node = std::make_shared<Node>();
   Tensor& t = node->payload.emplace<Tensor>();
   t.element_type_ = ElementType::kString;
-  t.shape_ = std::move(shape);
+  t.SetShape(std::move(shape));
   t.element_count_ = count;
   t.strings_ = std::make_shared<const std::vector<std::string>>(std::move(strings));
   return Value(std::move(node));
 }
 
-Result<Value> Value::MakeSequence(ElementType element_type, std::vector<Value> tensors) {
+namespace {
+
+// The checks of MakeSequence on element `i`.
+Status CheckSequenceElement(ElementType element_type, size_t i, const Value* v) {
+  if (v == nullptr || v->is_null() || !v->is_tensor()) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("sequence element {} is not a tensor", i));
+  }
+  if (v->tensor().element_type() != element_type) {
+    return Status(
+        StatusCode::kInvalidArgument,
+        fmt::format("sequence of tensor({}) cannot hold element {} of tensor({})",
+                    ElementTypeName(element_type), i, ElementTypeName(v->tensor().element_type())));
+  }
+  return {};
+}
+
+Status CheckSequenceElementType(ElementType element_type) {
   if (ElementTypeName(element_type) == "invalid" || element_type == ElementType::kUndefined) {
     return Status(StatusCode::kInvalidArgument, "sequence element type is undefined");
   }
+  return {};
+}
+
+}  // namespace
+
+Result<Value> Value::MakeSequence(ElementType element_type, std::vector<Value> tensors) {
+  IDEM_RETURN_IF_ERROR(CheckSequenceElementType(element_type));
   for (size_t i = 0; i < tensors.size(); ++i) {
-    const Value& v = tensors[i];
-    if (v.is_null() || !v.is_tensor()) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("sequence element {} is not a tensor", i));
-    }
-    if (v.tensor().element_type() != element_type) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("sequence of tensor({}) cannot hold element {} of tensor({})",
-                                ElementTypeName(element_type), i,
-                                ElementTypeName(v.tensor().element_type())));
-    }
+    IDEM_RETURN_IF_ERROR(CheckSequenceElement(element_type, i, &tensors[i]));
   }
   auto node = std::make_shared<Node>();
   Sequence& s = node->payload.emplace<Sequence>();
   s.element_type_ = element_type;
-  s.tensors_ = std::move(tensors);
-  for (const Value& v : s.tensors_) s.total_bytes_ += TensorBytesForBudget(v.tensor());
+  s.Reserve(tensors.size());
+  for (Value& v : tensors) {
+    s.total_bytes_ += TensorBytesForBudget(v.tensor());
+    s.PushBackUnchecked(std::move(v));
+  }
+  return Value(std::move(node));
+}
+
+Result<Value> Value::MakeSequenceFrom(ElementType element_type,
+                                      std::span<const Value* const> tensors) {
+  IDEM_RETURN_IF_ERROR(CheckSequenceElementType(element_type));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    IDEM_RETURN_IF_ERROR(CheckSequenceElement(element_type, i, tensors[i]));
+  }
+  auto node = std::make_shared<Node>();
+  Sequence& s = node->payload.emplace<Sequence>();
+  s.element_type_ = element_type;
+  s.Reserve(tensors.size());
+  for (const Value* v : tensors) {
+    s.total_bytes_ += TensorBytesForBudget(v->tensor());
+    s.PushBackUnchecked(*v);
+  }
   return Value(std::move(node));
 }
 
@@ -131,9 +364,10 @@ bool Value::InsertIntoUnsharedSequence(size_t index, Value tensor) {
   if (!node_ || node_.use_count() != 1 || kind() != ValueKind::kSequence) return false;
   if (tensor.is_null() || !tensor.is_tensor()) return false;
   auto& s = std::get<Sequence>(const_cast<Node&>(*node_).payload);
-  if (tensor.tensor().element_type() != s.element_type_ || index > s.tensors_.size()) return false;
-  s.total_bytes_ += TensorBytesForBudget(tensor.tensor());
-  s.tensors_.insert(s.tensors_.begin() + static_cast<std::ptrdiff_t>(index), std::move(tensor));
+  if (tensor.tensor().element_type() != s.element_type_ || index > s.size_) return false;
+  const uint64_t bytes = TensorBytesForBudget(tensor.tensor());
+  s.Insert(index, std::move(tensor));  // may throw std::bad_alloc; then nothing changed
+  s.total_bytes_ += bytes;
   return true;
 }
 
@@ -192,7 +426,6 @@ Result<Value> Value::MakeEmptyOptional(Type element_type) {
   o.element_type_ = std::move(element_type);
   return Value(std::move(node));
 }
-
 
 Type Value::type() const {
   switch (kind()) {

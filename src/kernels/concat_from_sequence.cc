@@ -5,6 +5,8 @@
 // new shape. Otherwise the bytes are gathered once into a fresh buffer.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "src/kernels/kernel.h"
@@ -51,9 +53,26 @@ class ConcatFromSequenceKernel final : public Kernel {
     IDEM_ASSIGN_OR_RETURN(const int64_t axis, NormalizeConcatAxis(attributes_, rank));
 
     // Every tensor must match the first one's shape, except on the axis when concatenating.
-    std::vector<int64_t> out_shape(first.shape().begin(), first.shape().end());
-    if (attributes_.new_axis) {
-      out_shape.insert(out_shape.begin() + axis, static_cast<int64_t>(sequence.size()));
+    // The result's dims are built on the stack for the usual ranks (no allocation).
+    const size_t out_rank = first.rank() + (attributes_.new_axis ? 1 : 0);
+    std::array<int64_t, 8> small_shape;
+    std::vector<int64_t> large_shape;
+    std::span<int64_t> out_shape;
+    if (out_rank <= small_shape.size()) {
+      out_shape = std::span<int64_t>(small_shape.data(), out_rank);
+    } else {
+      large_shape.resize(out_rank);
+      out_shape = large_shape;
+    }
+    {
+      const auto dims = first.shape();
+      if (attributes_.new_axis) {
+        std::copy(dims.begin(), dims.begin() + axis, out_shape.begin());
+        out_shape[static_cast<size_t>(axis)] = static_cast<int64_t>(sequence.size());
+        std::copy(dims.begin() + axis, dims.end(), out_shape.begin() + axis + 1);
+      } else {
+        std::copy(dims.begin(), dims.end(), out_shape.begin());
+      }
     }
     for (size_t i = 1; i < sequence.size(); ++i) {
       const Tensor& t = sequence.at(i).tensor();
@@ -83,8 +102,7 @@ class ConcatFromSequenceKernel final : public Kernel {
     const ElementType type = first.element_type();
     if (sequence.size() == 1 && type != ElementType::kString) {
       // Same bytes, new shape: share the tensor's buffer.
-      IDEM_ASSIGN_OR_RETURN(outputs[0],
-                            Value::MakeTensor(type, std::move(out_shape), first.data()));
+      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensorFromDims(type, out_shape, first.data()));
       return {};
     }
 
@@ -120,8 +138,10 @@ class ConcatFromSequenceKernel final : public Kernel {
           strings.insert(strings.end(), source.begin(), source.end());
         }
       }
-      IDEM_ASSIGN_OR_RETURN(outputs[0],
-                            Value::MakeStringTensor(std::move(out_shape), std::move(strings)));
+      IDEM_ASSIGN_OR_RETURN(
+          outputs[0],
+          Value::MakeStringTensor(std::vector<int64_t>(out_shape.begin(), out_shape.end()),
+                                  std::move(strings)));
       return {};
     }
 
@@ -148,7 +168,7 @@ class ConcatFromSequenceKernel final : public Kernel {
       }
     }
     IDEM_ASSIGN_OR_RETURN(outputs[0],
-                          Value::MakeTensor(type, std::move(out_shape), std::move(buffer)));
+                          Value::MakeTensorFromDims(type, out_shape, std::move(buffer)));
     return {};
   }
 

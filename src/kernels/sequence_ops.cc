@@ -93,12 +93,10 @@ TypeConstraint TensorConstraint(const std::string& param) {
 class SequenceConstructKernel final : public Kernel {
  public:
   Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
-    std::vector<Value> tensors;
-    tensors.reserve(inputs.size());
-    for (const Value* input : inputs) tensors.push_back(*input);
-    // MakeSequence re-checks that every tensor has the first one's element type.
-    IDEM_ASSIGN_OR_RETURN(
-        outputs[0], Value::MakeSequence(inputs[0]->tensor().element_type(), std::move(tensors)));
+    // Copies the handles straight into the sequence (a few are stored inline: no allocation but
+    // the node). MakeSequenceFrom re-checks that every tensor has the first one's element type.
+    IDEM_ASSIGN_OR_RETURN(outputs[0],
+                          Value::MakeSequenceFrom(inputs[0]->tensor().element_type(), inputs));
     return {};
   }
 };
