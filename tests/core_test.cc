@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <thread>
 
 #include "idem/idem.h"
 #include "src/core/text.h"
@@ -196,6 +197,66 @@ TEST(ValueTest, SequenceStorageKeepsOrderAcrossGrowthCopiesAndMoves) {
                 StatusCode::kInvalidArgument, "element 1 is not a tensor");
   EXPECT_STATUS(Value::MakeSequenceFrom(ElementType::kUndefined, handles),
                 StatusCode::kInvalidArgument, "undefined");
+}
+
+// Value nodes come from a per-thread cache of freed blocks: values made on one thread and freed on
+// another, values that outlive the thread that made them, and blocks reused after a thread exits
+// must all stay intact (each value keeps its own shape and bytes until its last handle dies).
+TEST(ValueTest, ValuesMoveFreelyBetweenThreadsAndOutliveTheirMaker) {
+  constexpr int kPerThread = 300;  // more than a thread caches, so both paths are taken
+  auto make = [](int tag) {
+    const std::vector<int64_t> shape = {1, tag % 7 + 1};
+    std::vector<float> values(static_cast<size_t>(tag % 7 + 1), static_cast<float>(tag));
+    Value t = FloatTensor(shape, values);
+    Value seq = Value::MakeSequence(ElementType::kFloat, {t, t}).value();
+    return Value::MakeOptional(seq).value();
+  };
+  auto intact = [](const Value& v, int tag) {
+    const Sequence& s = v.optional().value().sequence();
+    if (s.size() != 2) return false;
+    const Tensor& t = s.at(1).tensor();
+    const std::vector<int64_t> shape = {1, tag % 7 + 1};
+    return std::ranges::equal(t.shape(), shape) && t.data_as<float>()[0] == static_cast<float>(tag);
+  };
+  std::vector<std::vector<Value>> made(4);
+  {
+    std::vector<std::thread> makers;
+    for (int k = 0; k < 4; ++k) {
+      makers.emplace_back([&made, &make, k] {
+        for (int i = 0; i < kPerThread; ++i) made[k].push_back(make(k * kPerThread + i));
+      });
+    }
+    for (auto& t : makers) t.join();  // the makers are gone; their values live on
+  }
+  for (int k = 0; k < 4; ++k) {
+    for (int i = 0; i < kPerThread; ++i) {
+      ASSERT_TRUE(intact(made[k][i], k * kPerThread + i)) << k << " " << i;
+    }
+  }
+  // Free the values on other threads (crosswise), each making new ones from its cache meanwhile.
+  {
+    std::vector<std::thread> freers;
+    for (int k = 0; k < 4; ++k) {
+      freers.emplace_back([&made, &make, &intact, k] {
+        std::vector<Value> mine = std::move(made[(k + 1) % 4]);
+        std::vector<Value> fresh;
+        for (int i = 0; i < kPerThread; ++i) {
+          mine[static_cast<size_t>(i)] = Value();
+          fresh.push_back(make(10000 + i));
+        }
+        for (int i = 0; i < kPerThread; ++i) {
+          if (!intact(fresh[static_cast<size_t>(i)], 10000 + i)) std::abort();
+        }
+        made[(k + 1) % 4] = std::move(fresh);  // outlives this thread
+      });
+    }
+    for (auto& t : freers) t.join();
+  }
+  for (int k = 0; k < 4; ++k) {
+    for (int i = 0; i < kPerThread; ++i) EXPECT_TRUE(intact(made[k][i], 10000 + i));
+  }
+  made.clear();  // freed on the main thread, after the threads that made them exited
+  EXPECT_TRUE(intact(make(5), 5));
 }
 
 TEST(ValueTest, EmptyOptionalKeepsItsType) {

@@ -87,6 +87,8 @@ class IDEM_API Value {
   // The out-of-line part of BudgetBytes (string tensors, sequences, optionals).
   uint64_t BudgetBytesSlow() const;
   struct Node;
+  // A fresh node from the thread's block cache (see value.cc).
+  static std::shared_ptr<Node> NewNode();
   explicit Value(std::shared_ptr<const Node> node) : node_(std::move(node)) {}
   std::shared_ptr<const Node> node_;
 };
