@@ -204,6 +204,49 @@ TEST(OptionalGetElementTest, Version18PassesPlainValuesThrough) {
       "output 'y' is declared optional(tensor(float)) but the node produces tensor(float)");
 }
 
+// Optional and OptionalGetElement take over an input the run hands them (no later reader) and
+// copy the handle otherwise; either way every output holds what it should, including an optional
+// that is itself an output while its element is taken out of it.
+TEST(OptionalPipelineTest, HandedOverAndSharedInputsGiveTheSameValues) {
+  for (int variant = 0; variant < 4; ++variant) {
+    SCOPED_TRACE(variant);
+    const bool seq_is_output = variant & 1;
+    const bool opt_is_output = variant & 2;
+    onnx::ModelProto m = testing::EmptyModel(18, 9);
+    auto* g = m.mutable_graph();
+    AddValueInfo(g->mutable_input(), "x", Unshaped(E::kFloat));
+    AddValueInfo(g->mutable_output(), "seq_out", kFloatSeq);
+    AddValueInfo(g->mutable_output(), "plain", kFloatSeq);
+    if (seq_is_output) AddValueInfo(g->mutable_output(), "seq", kFloatSeq);
+    if (opt_is_output) AddValueInfo(g->mutable_output(), "opt", kOptSeq);
+    AddNode(g, "SequenceConstruct", {"x", "x"}, {"seq"});
+    AddNode(g, "Optional", {"seq"}, {"opt"});
+    AddNode(g, "OptionalGetElement", {"opt"}, {"seq_out"});
+    // Version 18 on a plain sequence the run hands over: returned as is.
+    AddNode(g, "SequenceConstruct", {"x"}, {"seq1"});
+    AddNode(g, "OptionalGetElement", {"seq1"}, {"plain"});
+    Session s = MustCreate(m);
+    Value x = Floats({2}, {1, 2});
+    for (int run = 0; run < 2; ++run) {
+      auto out = s.Run({x}).value();
+      const Value& seq_out = out[0];
+      ASSERT_EQ(seq_out.sequence().size(), 2u);
+      EXPECT_TRUE(seq_out.sequence().at(1).SharesStorageWith(x));
+      ASSERT_EQ(out[1].sequence().size(), 1u);
+      EXPECT_TRUE(out[1].sequence().at(0).SharesStorageWith(x));
+      size_t next = 2;
+      if (seq_is_output) {
+        EXPECT_TRUE(out[next++].SharesStorageWith(seq_out));
+      }
+      if (opt_is_output) {
+        const Value& opt = out[next++];
+        ASSERT_TRUE(opt.optional().has_value());
+        EXPECT_TRUE(opt.optional().value().SharesStorageWith(seq_out));
+      }
+    }
+  }
+}
+
 // ---- The seed's example
 // --------------------------------------------------------------------------
 

@@ -78,6 +78,11 @@ class IDEM_API Value {
   // change (Values stay immutable to every holder). Returns false (and changes nothing) when the
   // sequence is shared, not a sequence, or the element type differs.
   bool InsertIntoUnsharedSequence(size_t index, Value tensor);
+  // For kernels: consumes this handle (it becomes null) and returns the element of this optional.
+  // When this handle was the sole reference to the optional, the element's handle is moved out
+  // of it (no reference count changes); otherwise it is copied. Precondition: a non-empty
+  // optional.
+  Value TakeOptionalElement() &&;
   // Bytes this value holds for run-time budgets: a tensor's buffer (string tensors: an estimate
   // of 48 bytes per element) plus a 64 + 8-per-dim overhead, a sequence the sum over its tensors,
   // an optional its element (0 when empty). O(1).

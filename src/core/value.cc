@@ -140,15 +140,13 @@ struct NodeAllocator {
   template <typename U>
   NodeAllocator(const NodeAllocator<U>&) noexcept {}  // NOLINT(google-explicit-constructor)
   T* allocate(size_t n) {
-    if (n == 1 && sizeof(T) <= kNodeBlockBytes &&
-        alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+    if (n == 1 && sizeof(T) <= kNodeBlockBytes && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
       return static_cast<T*>(AllocateNodeBlock());
     }
     return std::allocator<T>().allocate(n);
   }
   void deallocate(T* p, size_t n) noexcept {
-    if (n == 1 && sizeof(T) <= kNodeBlockBytes &&
-        alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
+    if (n == 1 && sizeof(T) <= kNodeBlockBytes && alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__) {
       FreeNodeBlock(p);
       return;
     }
@@ -165,9 +163,10 @@ struct NodeAllocator {
 std::shared_ptr<Value::Node> Value::NewNode() {
   // The block holds the node and shared_ptr's control block; see NodeAllocator.
 #if defined(__GLIBCXX__)
-  static_assert(sizeof(std::_Sp_counted_ptr_inplace<Node, NodeAllocator<Node>,
-                                                    __gnu_cxx::_S_atomic>) <= kNodeBlockBytes,
-                "a Value's node and control block must fit one cached block");
+  static_assert(
+      sizeof(std::_Sp_counted_ptr_inplace<Node, NodeAllocator<Node>, __gnu_cxx::_S_atomic>) <=
+          kNodeBlockBytes,
+      "a Value's node and control block must fit one cached block");
 #endif
   return std::allocate_shared<Node>(NodeAllocator<Node>());
 }
@@ -484,6 +483,16 @@ bool Value::InsertIntoUnsharedSequence(size_t index, Value tensor) {
   s.Insert(index, std::move(tensor));  // may throw std::bad_alloc; then nothing changed
   s.total_bytes_ += bytes;
   return true;
+}
+
+Value Value::TakeOptionalElement() && {
+  std::shared_ptr<const Node> node = std::move(node_);
+  // use_count() == 1: no other handle (in any thread) refers to the optional, so taking its
+  // element is invisible to everyone else (the node dies right after).
+  if (node.use_count() == 1) {
+    return std::move(std::get<Optional>(const_cast<Node&>(*node).payload).value_);
+  }
+  return std::get<Optional>(node->payload).value_;
 }
 
 namespace {

@@ -177,9 +177,11 @@ struct KernelSchema {
   // True when the kernel's single output is always its first input's Value itself (Identity).
   // The runtime may then hand the kernel its output slot as the input (a self-assignment).
   bool output_is_input = false;
-  // True when the kernel may extend its first input in place if it receives it as its own output
-  // slot (inputs[0] == &outputs[0]): the runtime then hands over a value no one else reads
-  // (SequenceInsert appending to a sequence the run owns alone).
+  // True when the kernel may take over its first input if it receives it as its own output slot
+  // (inputs[0] == &outputs[0]): the runtime then hands over a value no one else reads, which the
+  // kernel may extend in place (SequenceInsert appending to a sequence the run owns alone) or
+  // move into its result (Optional wrapping it, OptionalGetElement taking the element out) instead
+  // of copying handles. The kernel must accept both calling forms.
   bool reuses_input0 = false;
   // True when the values of a variadic input (or output) may each have their own type (Loop's
   // carried values, If's outputs): the type parameter is not bound across positions.

@@ -26,7 +26,14 @@ class OptionalKernel final : public Kernel {
       : element_type_(std::move(element_type)), empty_(std::move(empty)) {}
   Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
     if (!inputs.empty() && inputs[0] != nullptr) {
-      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeOptional(*inputs[0], element_type_));
+      if (inputs[0] == &outputs[0]) {
+        // The runtime handed the input over (no one else reads it, KernelSchema::reuses_input0):
+        // wrap the handle itself rather than a copy.
+        Value element = std::move(outputs[0]);
+        IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeOptional(std::move(element), element_type_));
+      } else {
+        IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeOptional(*inputs[0], element_type_));
+      }
     } else {
       outputs[0] = empty_;
     }
@@ -85,6 +92,7 @@ KernelSchema OptionalSchema() {
   s.outputs = {{"output", "O"}};
   s.constraints = {{"V", TensorAndSequenceTypes()}, {"O", OptionalTypes(BaseElementTypes())}};
   s.attributes = {"type"};
+  s.reuses_input0 = true;  // wraps a handed-over input without copying its handle
   s.infer = [](const NodeContext& ctx) -> Result<std::vector<Type>> {
     IDEM_ASSIGN_OR_RETURN(Type element, OptionalElementType(ctx));
     return std::vector<Type>{Type::Optional(std::move(element))};
@@ -150,8 +158,9 @@ class OptionalGetElementKernel final : public Kernel {
  public:
   Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
     const Value& input = *inputs[0];
+    const bool handed_over = inputs[0] == &outputs[0];  // KernelSchema::reuses_input0
     if (!input.is_optional()) {
-      outputs[0] = input;
+      if (!handed_over) outputs[0] = input;  // else the slot already holds it
       return {};
     }
     const Optional& optional = input.optional();
@@ -160,7 +169,12 @@ class OptionalGetElementKernel final : public Kernel {
                     fmt::format("the optional is empty: there is no {} to get",
                                 optional.element_type().ToString()));
     }
-    outputs[0] = optional.value();
+    if (handed_over) {
+      // Moves the element out when the run held the optional's only reference.
+      outputs[0] = std::move(outputs[0]).TakeOptionalElement();
+    } else {
+      outputs[0] = optional.value();
+    }
     return {};
   }
 };
@@ -175,6 +189,7 @@ KernelSchema OptionalGetElementSchema(int version) {
       {"O", version >= 18 ? Concat({OptionalTypes(BaseElementTypes()), TensorAndSequenceTypes()})
                           : OptionalTypes(BaseElementTypes())},
       {"V", TensorAndSequenceTypes()}};
+  s.reuses_input0 = true;  // takes the element out of a handed-over optional
   s.infer = [](const NodeContext& ctx) -> Result<std::vector<Type>> {
     const Type& input = *ctx.inputs[0];
     return std::vector<Type>{input.is_optional() ? input.element() : input};

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "src/kernels/kernel.h"
@@ -25,7 +26,7 @@ std::string ShapeToString(std::span<const int64_t> shape);
 
 // Maps `axis` from [-rank, rank-1] to [0, rank-1]; kOutOfRange naming the accepted range when
 // outside. `what` names the attribute in the message ("axis").
-Result<int64_t> NormalizeAxis(int64_t axis, int64_t rank, const std::string& what);
+Result<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view what);
 
 // The number of elements of `shape[begin, end)`, or nullopt on int64 overflow.
 std::optional<int64_t> DimProduct(std::span<const int64_t> shape, size_t begin, size_t end);

@@ -32,7 +32,7 @@ std::string ShapeToString(std::span<const int64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ","));
 }
 
-Result<int64_t> NormalizeAxis(int64_t axis, int64_t rank, const std::string& what) {
+Result<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view what) {
   if (axis < -rank || axis >= rank) {
     if (rank == 0) {
       return Status(StatusCode::kOutOfRange,

@@ -51,8 +51,8 @@ struct FlatStep {
   uint32_t release_count;
   // The step's first input is a computed value no later step or output reads, and the kernel
   // either returns it (output_is_input: Identity kept because eliminate_identity is off) or may
-  // extend it in place (reuses_input0: SequenceInsert). The run moves that value into the output
-  // slot and hands the kernel the slot as its input too.
+  // take it over (reuses_input0: SequenceInsert, Optional, OptionalGetElement). The run moves
+  // that value into the output slot and hands the kernel the slot as its input too.
   bool forward_in_place;
   // The step's outputs are its input (output_is_input: an Identity kept because
   // eliminate_identity is off), so it creates no bytes: the run skips its budget accounting and
