@@ -174,8 +174,9 @@ class IDEM_API Sequence {
   // Room for `capacity` handles (never shrinks); may throw std::bad_alloc.
   void Reserve(size_t capacity);
   // Appends; precondition: size() < capacity.
-  void PushBackUnchecked(Value value);
-  void Insert(size_t index, Value value);
+  void PushBackUnchecked(Value&& value);
+  void PushBackUnchecked(const Value& value);
+  void Insert(size_t index, Value&& value);
   void Clear();
 
   ElementType element_type_ = ElementType::kUndefined;

@@ -317,12 +317,17 @@ void Sequence::Reserve(size_t capacity) {
   capacity_ = capacity;
 }
 
-void Sequence::PushBackUnchecked(Value value) {
+void Sequence::PushBackUnchecked(Value&& value) {
   std::construct_at(data() + size_, std::move(value));
   ++size_;
 }
 
-void Sequence::Insert(size_t index, Value value) {
+void Sequence::PushBackUnchecked(const Value& value) {
+  std::construct_at(data() + size_, value);
+  ++size_;
+}
+
+void Sequence::Insert(size_t index, Value&& value) {
   // Geometric growth keeps a run of appends linear, as std::vector::insert did.
   if (size_ == capacity_) Reserve(capacity_ * 2);
   Value* d = data();
@@ -480,7 +485,11 @@ bool Value::InsertIntoUnsharedSequence(size_t index, Value tensor) {
   auto& s = std::get<Sequence>(const_cast<Node&>(*node_).payload);
   if (tensor.tensor().element_type() != s.element_type_ || index > s.size_) return false;
   const uint64_t bytes = TensorBytesForBudget(tensor.tensor());
-  s.Insert(index, std::move(tensor));  // may throw std::bad_alloc; then nothing changed
+  if (index == s.size_ && s.size_ < s.capacity_) {
+    s.PushBackUnchecked(std::move(tensor));  // appending with room: the common case
+  } else {
+    s.Insert(index, std::move(tensor));  // may throw std::bad_alloc; then nothing changed
+  }
   s.total_bytes_ += bytes;
   return true;
 }
