@@ -471,6 +471,42 @@ TEST(ScanTest, AxesAndDirections) {
   EXPECT_EQ(FloatsOf(pre[1]), (std::vector<float>{6, 15, 3, 9, 1, 4}));
 }
 
+// Scan over axis 1 of x: [2^62, 1, 0] (an empty tensor), each slice [2^62, 0] stacked back along
+// axis 1. Slicing and stacking once looped over the 2^62 rows before axis 1 copying nothing, so
+// the run never ended; an empty result must cost what it holds.
+TEST(ScanTest, EmptySlicesWithHugeLeadingDimsAreNotLoopedOver) {
+  for (E type : {E::kFloat, E::kString}) {
+    onnx::ModelProto m = EmptyModel(16, 8);
+    auto* g = m.mutable_graph();
+    g->set_name("scan_empty");
+    AddValueInfo(g->mutable_input(), "x", TensorTypeProto(type, {-1, -1, -1}));
+    AddValueInfo(g->mutable_output(), "ys", Unshaped(type));
+    auto* scan = AddNode(g, "Scan", {"x"}, {"ys"}, "scan");
+    AddIntAttribute(scan, "num_scan_inputs", 1);
+    for (const char* name : {"scan_input_axes", "scan_output_axes"}) {
+      auto* a = scan->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INTS);
+      a->add_ints(1);
+    }
+    onnx::GraphProto body;
+    body.set_name("body");
+    AddValueInfo(body.mutable_input(), "x_t", Unshaped(type));
+    body.add_output()->set_name("y");
+    AddNode(&body, "Identity", {"x_t"}, {"y"});
+    SetGraph(scan, "body", body);
+    const int64_t huge = int64_t{1} << 62;
+    Value x = type == E::kString ? Value::MakeStringTensor({huge, 1, 0}, {}).value()
+                                 : Value::MakeTensor(type, {huge, 1, 0}, Buffer()).value();
+    auto out = MustCreate(m).Run({x});
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    EXPECT_EQ((*out)[0].tensor().element_type(), type);
+    EXPECT_EQ(std::vector<int64_t>((*out)[0].tensor().shape().begin(),
+                                   (*out)[0].tensor().shape().end()),
+              (std::vector<int64_t>{huge, 1, 0}));
+  }
+}
+
 // Scan-8 over x: float[batch, 3, 2] with state init: float[batch, 2]; the body adds each item
 // to the state and also emits the running sum as a scan output. `reverse` scans backwards.
 onnx::ModelProto Scan8RunningSum(bool reverse) {

@@ -111,9 +111,15 @@ Result<Value> Stack(RunContext& ctx, ElementType type, std::span<const Value> pa
   for (size_t d = static_cast<size_t>(axis); d < part_shape.size(); ++d) {
     inner *= static_cast<uint64_t>(part_shape[d]);
   }
-  const uint64_t count = outer * inner * parts.size();
+  // A zero dim anywhere makes the result empty: the copy loops below (over `outer`, which may be
+  // 2^62 when a later dim is 0) are skipped, so the cost stays bounded by the bytes produced.
+  const uint64_t count = inner == 0 || parts.empty() ? 0 : outer * inner * parts.size();
   IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, count, ctx.limits()));
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
+  if (count == 0) {
+    if (type == ElementType::kString) return Value::MakeStringTensor(std::move(shape), {});
+    return Value::MakeTensor(type, std::move(shape), Buffer());
+  }
   if (type == ElementType::kString) {
     std::vector<std::string> strings;
     strings.reserve(count);
@@ -166,6 +172,12 @@ Result<Value> TakeAlongAxis(RunContext& ctx, const Tensor& t, int64_t axis, int6
   }
   const uint64_t extent = static_cast<uint64_t>(shape[axis]);
   const ElementType type = t.element_type();
+  if (inner == 0) {
+    // Empty slice (a zero dim after the axis): nothing to copy, whatever `outer` is (it may be
+    // 2^62 with a later dim 0), so the cost stays bounded by the bytes produced.
+    if (type == ElementType::kString) return Value::MakeStringTensor(std::move(out_shape), {});
+    return Value::MakeTensor(type, std::move(out_shape), Buffer());
+  }
   if (type == ElementType::kString) {
     std::vector<std::string> strings;
     strings.reserve(outer * inner);
