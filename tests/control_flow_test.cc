@@ -7,10 +7,14 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <thread>
+
+#include <malloc.h>
 
 #include "tests/kernel_runner.h"
 #include "tests/test_models.h"
+#include "src/kernels/tensor_util.h"
 
 namespace idem::testing {
 namespace {
@@ -630,6 +634,102 @@ TEST(BudgetTest, LivenessFreesIntermediatesSoLongChainsFitTheBudget) {
   auto out = s.Run({x});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(FloatsOf(out.value()[0])[0], 51.0f);
+}
+
+// The budget's promise is that it never under-counts: what a Value is charged covers the heap it
+// takes. Measured with glibc's allocator statistics over many values of each kind (skipped when
+// the allocator keeps none, as under ASan).
+TEST(BudgetTest, ChargesCoverTheHeapValuesTake) {
+  constexpr int kCount = 20000;
+  auto heap_per_value = [&](const std::function<Value()>& make, uint64_t& charged) {
+    std::vector<Value> keep;
+    keep.reserve(kCount);
+    const size_t before = mallinfo2().uordblks;
+    for (int i = 0; i < kCount; ++i) keep.push_back(make());
+    const size_t after = mallinfo2().uordblks;
+    charged = keep[0].BudgetBytes();
+    return after > before ? static_cast<double>(after - before) / kCount : 0.0;
+  };
+  const std::string long_string(100, 'x');
+  std::vector<std::pair<std::string, std::function<Value()>>> kinds = {
+      {"int64 scalar", [] { return tensor_util::MakeInt64Scalar(7).value(); }},
+      {"float[1,1,1,1,1,1]", [] { return Floats({1, 1, 1, 1, 1, 1}, {1}); }},
+      {"float[0]", [] { return Value::MakeTensor(E::kFloat, {0}, Buffer()).value(); }},
+      {"string[4] of 100 bytes",
+       [&] { return Value::MakeStringTensor({4}, std::vector<std::string>(4, long_string)).value(); }},
+      {"string[2] of 1 byte",
+       [] { return Value::MakeStringTensor({2}, {std::string("a"), std::string("b")}).value(); }},
+      {"seq of 3 float[2]",
+       [] {
+         return Value::MakeSequence(E::kFloat, {Floats({2}, {1, 2}), Floats({2}, {3, 4}),
+                                                Floats({2}, {5, 6})})
+             .value();
+       }},
+      {"empty optional",
+       [] { return Value::MakeEmptyOptional(Type::Tensor(E::kFloat, std::vector<Dim>{})).value(); }},
+      {"optional(int64 scalar)",
+       [] { return Value::MakeOptional(tensor_util::MakeInt64Scalar(1).value()).value(); }},
+  };
+  for (const auto& [name, make] : kinds) {
+    uint64_t charged = 0;
+    const double heap = heap_per_value(make, charged);
+    if (heap == 0.0) GTEST_SKIP() << "the allocator keeps no statistics";
+    EXPECT_GE(static_cast<double>(charged), heap) << name;
+  }
+}
+
+// A string tensor is charged its strings' lengths, so stacking or concatenating many references
+// to one long string is refused before it is copied (it used to count 48 bytes per element:
+// a 1 MB model could make a Loop copy its one string thousands of times).
+TEST(BudgetTest, StringContentsCountWhenStackedOrConcatenated) {
+  const std::string mib(1 << 20, 's');
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("strings");
+  auto* s = g->add_initializer();
+  s->set_name("s");
+  s->set_data_type(onnx::TensorProto::STRING);
+  s->add_string_data(mib);
+  auto* count = g->add_initializer();
+  count->set_name("M");
+  count->set_data_type(onnx::TensorProto::INT64);
+  count->add_int64_data(200);
+  AddValueInfo(g->mutable_output(), "stacked", Unshaped(E::kString));
+  AddValueInfo(g->mutable_output(), "concat", Unshaped(E::kString));
+  auto* loop = AddNode(g, "Loop", {"M", ""}, {"stacked"}, "loop");
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", I64Scalar());
+  AddValueInfo(body.mutable_input(), "c", BoolScalar());
+  body.add_output()->set_name("c_out");
+  body.add_output()->set_name("y");
+  AddNode(&body, "Identity", {"c"}, {"c_out"});
+  AddNode(&body, "Identity", {"s"}, {"y"});
+  SetGraph(loop, "body", body);
+  // ConcatFromSequence over 100 references to the same 1 MiB string.
+  std::vector<std::string> refs(100, "s");
+  AddNode(g, "SequenceConstruct", refs, {"seq"}, "construct");
+  auto* concat = AddNode(g, "ConcatFromSequence", {"seq"}, {"concat"}, "concat");
+  AddIntAttribute(concat, "axis", 0);
+  AddIntAttribute(concat, "new_axis", 1);
+
+  SessionOptions options;
+  options.limits.max_run_bytes = 64u << 20;
+  auto out = CreateSessionFromProto(m, "", options).value().Run({});
+  ASSERT_FALSE(out.ok());
+  EXPECT_STATUS(out, StatusCode::kResourceExhausted, "node 'loop'");
+  // Without the Loop the sequence (100 MiB as counted) is over budget on its own.
+  g->mutable_node()->DeleteSubrange(0, 1);
+  g->mutable_output()->DeleteSubrange(0, 1);
+  auto concat_only = CreateSessionFromProto(m, "", options).value().Run({});
+  ASSERT_FALSE(concat_only.ok());
+  EXPECT_EQ(concat_only.status().code(), StatusCode::kResourceExhausted);
+  // With room for it, the same model runs and copies the string 100 times.
+  options.limits.max_run_bytes = 1u << 30;
+  auto fits = CreateSessionFromProto(m, "", options).value().Run({});
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ((*fits)[0].tensor().element_count(), 100);
+  EXPECT_EQ((*fits)[0].tensor().string_bytes(), 100u << 20);
 }
 
 TEST(BudgetTest, CrossingTheRunBudgetNamesTheNode) {

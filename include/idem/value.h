@@ -83,10 +83,17 @@ class IDEM_API Value {
   // of it (no reference count changes); otherwise it is copied. Precondition: a non-empty
   // optional.
   Value TakeOptionalElement() &&;
-  // Bytes this value holds for run-time budgets: a tensor's buffer (string tensors: an estimate
-  // of 48 bytes per element) plus a 64 + 8-per-dim overhead, a sequence the sum over its tensors,
-  // an optional its element (0 when empty). O(1).
+  // Bytes this value holds for run-time budgets, never less than the heap memory it takes: a
+  // tensor's buffer (string tensors: 64 bytes per element plus the strings' lengths) plus
+  // kBudgetOverhead + 8 per dim, a sequence kBudgetOverhead plus the sum over its tensors, an
+  // optional kBudgetOverhead plus its element. O(1).
   uint64_t BudgetBytes() const;
+  // What every Value is charged beyond its elements: its node, shape and buffer ownership take
+  // 160-300 bytes of heap (measured by BudgetTest.ChargesCoverTheHeapValuesTake).
+  static constexpr uint64_t kBudgetOverhead = 320;
+  // What each element of a string tensor is charged beyond its length (the std::string and its
+  // heap block's overhead).
+  static constexpr uint64_t kBudgetStringElement = 64;
 
  private:
   // The out-of-line part of BudgetBytes (string tensors, sequences, optionals).
@@ -117,6 +124,8 @@ class IDEM_API Tensor {
   const Buffer& data() const { return data_; }
   // Byte strings (any bytes, including NUL and invalid UTF-8). Empty unless a string tensor.
   std::span<const std::string> strings() const;
+  // The sum of the strings' lengths (0 unless a string tensor), for budgets. O(1).
+  uint64_t string_bytes() const;
 
   template <typename T>
   std::span<const T> data_as() const {
@@ -217,7 +226,7 @@ inline uint64_t Value::BudgetBytes() const {
   if (node_) {
     if (const Tensor* t = std::get_if<Tensor>(&node_->payload);
         t != nullptr && t->element_type() != ElementType::kString) {
-      return t->data().size() + 64 + 8 * t->rank();
+      return t->data().size() + kBudgetOverhead + 8 * t->rank();
     }
   }
   return BudgetBytesSlow();

@@ -39,19 +39,36 @@ Result<int64_t> CheckedElementCount(std::span<const int64_t> shape) {
   return has_zero ? 0 : nonzero_product;
 }
 
-// A tensor's bytes as run-time budgets count them (see ValueBytes in src/kernels/kernel.h).
-// Includes a fixed per-Value overhead (node, shape) so that many empty tensors still cost.
+// A tensor's bytes as run-time budgets count them (see Value::BudgetBytes). Includes a fixed
+// per-Value overhead (node, shape) so that many empty tensors still cost, and the strings'
+// contents, so a string tensor cannot hold gigabytes on a budget of 64 bytes per element.
 uint64_t TensorBytesForBudget(const Tensor& t) {
-  const uint64_t overhead = 64 + 8 * t.rank();
+  const uint64_t overhead = Value::kBudgetOverhead + 8 * t.rank();
   if (t.element_type() != ElementType::kString) return t.data().size() + overhead;
-  return static_cast<uint64_t>(t.element_count()) * (sizeof(std::string) + 16) + overhead;
+  return static_cast<uint64_t>(t.element_count()) * Value::kBudgetStringElement +
+         t.string_bytes() + overhead;
 }
+
+// A string tensor's strings and the sum of their lengths, computed once when it is made, so
+// budgets read it in O(1). Tensor::strings_ points at the vector base of one of these.
+struct StringStore : std::vector<std::string> {
+  explicit StringStore(std::vector<std::string> strings)
+      : std::vector<std::string>(std::move(strings)) {
+    for (const std::string& s : *this) content_bytes += s.size();
+  }
+  uint64_t content_bytes = 0;
+};
 
 }  // namespace
 
 std::span<const std::string> Tensor::strings() const {
   if (!strings_) return {};
   return *strings_;
+}
+
+uint64_t Tensor::string_bytes() const {
+  // Every strings_ is made by MakeStringTensor from a StringStore.
+  return strings_ ? static_cast<const StringStore&>(*strings_).content_bytes : 0;
 }
 
 namespace {
@@ -405,7 +422,7 @@ Result<Value> Value::MakeStringTensor(std::vector<int64_t> shape,
   t.element_type_ = ElementType::kString;
   t.SetShape(std::move(shape));
   t.element_count_ = count;
-  t.strings_ = std::make_shared<const std::vector<std::string>>(std::move(strings));
+  t.strings_ = std::make_shared<const StringStore>(std::move(strings));
   return Value(std::move(node));
 }
 
@@ -472,9 +489,10 @@ uint64_t Value::BudgetBytesSlow() const {
   if (!node_) return 0;
   const auto& payload = node_->payload;
   if (const Tensor* t = std::get_if<Tensor>(&payload)) return TensorBytesForBudget(*t);
-  if (const Sequence* s = std::get_if<Sequence>(&payload)) return s->total_bytes_;
+  if (const Sequence* s = std::get_if<Sequence>(&payload)) return kBudgetOverhead + s->total_bytes_;
   const Optional& o = std::get<Optional>(payload);
-  return o.has_value() ? o.value().BudgetBytes() : 0;  // depth: an optional holds no optional
+  // Depth: an optional holds no optional. An empty one still holds its node and type.
+  return kBudgetOverhead + (o.has_value() ? o.value().BudgetBytes() : 0);
 }
 
 bool Value::InsertIntoUnsharedSequence(size_t index, Value tensor) {

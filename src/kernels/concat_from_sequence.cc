@@ -124,9 +124,21 @@ class ConcatFromSequenceKernel final : public Kernel {
       row_elements[i] = outer == 0 ? 0 : sequence.at(i).tensor().element_count() / outer;
     }
 
-    // max_tensor_bytes and the run budget, before anything is allocated.
-    IDEM_ASSIGN_OR_RETURN(uint64_t budget_bytes,
-                          TensorBytes(type, static_cast<uint64_t>(total), ctx.limits()));
+    // max_tensor_bytes and the run budget, before anything is allocated. Every element is copied
+    // once, so a string result holds the sum of the tensors' string lengths (the same tensor
+    // may appear many times in the sequence).
+    uint64_t string_bytes = 0;
+    if (type == ElementType::kString) {
+      for (const Value& v : sequence.values()) {
+        if (__builtin_add_overflow(string_bytes, v.tensor().string_bytes(), &string_bytes)) {
+          string_bytes = ~uint64_t{0};
+          break;
+        }
+      }
+    }
+    IDEM_ASSIGN_OR_RETURN(
+        uint64_t budget_bytes,
+        TensorBytes(type, static_cast<uint64_t>(total), ctx.limits(), string_bytes));
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(budget_bytes));
     if (type == ElementType::kString) {
       std::vector<std::string> strings;

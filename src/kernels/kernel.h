@@ -232,7 +232,10 @@ Result<int64_t> GetIntAttribute(const NodeDef& node, const std::string& name,
 Result<int64_t> ReadScalarIndex(const Value& value, std::string_view input_name);
 
 // A tensor of `count` elements of `type`: allocation size with overflow checks against limits.
-Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits);
+// A string tensor also counts `string_bytes`, the total length of the strings it will hold (a
+// kernel gathering strings passes its sources' Tensor::string_bytes()).
+Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits,
+                             uint64_t string_bytes = 0);
 
 void RegisterIdentityKernels(KernelRegistry& registry);
 void RegisterControlFlowKernels(KernelRegistry& registry);

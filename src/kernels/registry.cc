@@ -158,15 +158,20 @@ Status RunContext::OverBudget() const {
                             live_bytes_, limits_.max_run_bytes));
 }
 
-Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits) {
+Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits,
+                             uint64_t string_bytes) {
   if (count > limits.max_elements) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("a tensor of {} elements exceeds max_elements {}", count,
                               limits.max_elements));
   }
   const uint64_t bits = static_cast<uint64_t>(ElementBits(type));
-  const uint64_t bytes = type == ElementType::kString ? count * (sizeof(std::string) + 16)
-                                                      : (count * bits + 7) / 8;
+  // count <= max_elements (2^40 by default) keeps the products small; the sum saturates.
+  uint64_t bytes = (count * bits + 7) / 8;
+  if (type == ElementType::kString &&
+      __builtin_add_overflow(count * Value::kBudgetStringElement, string_bytes, &bytes)) {
+    bytes = ~uint64_t{0};
+  }
   if (bytes > limits.max_tensor_bytes) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("a tensor of {} bytes exceeds max_tensor_bytes {}", bytes,

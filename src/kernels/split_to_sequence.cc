@@ -56,7 +56,7 @@ Status TooManyChunks(uint64_t count, uint64_t max_chunks) {
 // Every chunk costs a Value plus its shape whatever its size, so the chunk count is bounded by
 // what the input justifies, not only by max_sequence_length: otherwise an empty tensor with a huge
 // axis (shape [0, 10^6, ...] of rank 70, a few bytes on disk) makes a million tensors.
-constexpr uint64_t kValueBytesOverhead = 64;
+constexpr uint64_t kValueBytesOverhead = Value::kBudgetOverhead;
 
 uint64_t ChunkBudget(const Tensor& input, uint64_t max_sequence_length) {
   constexpr uint64_t kValueOverhead = 128;              // Value node + shape vector header
@@ -137,7 +137,8 @@ class SplitToSequenceKernel final : public Kernel {
                           ChunkLengths(split, dim, ChunkBudget(input, attributes_.max_chunks)));
     // The chunks' Value overhead and any copied bytes count against the run budget.
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(
-        lengths.size() * (kValueBytesOverhead + 8 * input.rank()) + input.data().size()));
+        lengths.size() * (kValueBytesOverhead + 8 * input.rank()) + input.data().size() +
+        input.string_bytes()));
     // keepdims applies only to the default split into size-1 chunks.
     const bool drop_axis = split == nullptr && !attributes_.keepdims;
 

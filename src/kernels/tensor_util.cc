@@ -114,7 +114,18 @@ Result<Value> Stack(RunContext& ctx, ElementType type, std::span<const Value> pa
   // A zero dim anywhere makes the result empty: the copy loops below (over `outer`, which may be
   // 2^62 when a later dim is 0) are skipped, so the cost stays bounded by the bytes produced.
   const uint64_t count = inner == 0 || parts.empty() ? 0 : outer * inner * parts.size();
-  IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, count, ctx.limits()));
+  // Every part is copied whole, so the strings' lengths add up over the parts (which may all be
+  // the same Value: a loop stacking one captured string N times copies it N times).
+  uint64_t string_bytes = 0;
+  if (type == ElementType::kString && count != 0) {
+    for (const Value& p : parts) {
+      if (__builtin_add_overflow(string_bytes, p.tensor().string_bytes(), &string_bytes)) {
+        string_bytes = ~uint64_t{0};
+        break;
+      }
+    }
+  }
+  IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, count, ctx.limits(), string_bytes));
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
   if (count == 0) {
     if (type == ElementType::kString) return Value::MakeStringTensor(std::move(shape), {});
