@@ -12,6 +12,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 IDEM = None
+ASAN = False  # set in __main__: the binary is built with AddressSanitizer
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -29,6 +30,24 @@ def write_identity_model(folder, elem=TensorProto.FLOAT, shape=(2, 3), opset=16,
     path = os.path.join(folder, "model.onnx")
     onnx.save(model, path)
     return path
+
+
+# Runs idem from a fresh, small interpreter (a child forked from this large process would inherit
+# its peak RSS across exec) under an optional address-space limit, and prints the child's own
+# peak RSS (wait4) and exit status. argv: LIMIT OUT_FILE ERR_FILE IDEM ARGS...
+MEASURE = """
+import os, resource, sys
+limit, out, err = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+pid = os.fork()
+if pid == 0:
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 1)
+    os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+    os.execv(sys.argv[4], sys.argv[4:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_maxrss * 1024, os.waitstatus_to_exitcode(status))
+"""
 
 
 class CliTest(unittest.TestCase):
@@ -455,7 +474,65 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("deadline", r.stderr)
 
+    def run_measured(self, args, address_space=0):
+        """Runs idem; returns (exit status, stdout, stderr, its own peak RSS in bytes)."""
+        out_path, err_path = os.path.join(self.dir, "out.txt"), os.path.join(self.dir, "err.txt")
+        r = subprocess.run([sys.executable, "-c", MEASURE, str(address_space), out_path, err_path,
+                            IDEM, *args], capture_output=True, text=True, timeout=120)
+        rss, code = r.stdout.split()
+        with open(out_path) as out, open(err_path) as err:
+            return int(code), out.read(), err.read(), int(rss)
+
+    def test_allocation_failure_is_an_error_line_not_an_abort(self):
+        if ASAN:
+            self.skipTest("an address-space limit leaves the sanitizer no room")
+        # A Loop stacking one 1 MiB string 2000 times: within the default run budget (2 GB), but
+        # not within a 1 GiB address space. std::bad_alloc used to abort the process.
+        s = helper.make_tensor("s", TensorProto.STRING, [], [b"x" * (1 << 20)])
+        m = helper.make_tensor("M", TensorProto.INT64, [], [2000])
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["c_out"]), helper.make_node("Identity", ["s"], ["y"])],
+            "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                     helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+            [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+             helper.make_tensor_value_info("y", TensorProto.STRING, [])])
+        g = helper.make_graph([helper.make_node("Loop", ["M", ""], ["ys"], body=body)], "g", [],
+                              [helper.make_tensor_value_info("ys", TensorProto.STRING, None)],
+                              initializer=[m, s])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
+        model.ir_version = 8
+        path = os.path.join(self.dir, "strings.onnx")
+        onnx.save(model, path)
+        code, out, err, _ = self.run_measured(["run", path], address_space=1 << 30)
+        self.assertEqual(code, 1, err)
+        self.assertTrue(err.startswith("error: out of memory"), err)
+        self.assertEqual(err.count("\n"), 1, err)
+
+    def test_optimize_check_bounds_the_inputs_it_generates_in_total(self):
+        if ASAN:
+            self.skipTest("RSS figures would measure the sanitizer")
+        # 40 inputs of 16 MiB each (a 2 KB model): --check used to generate all 640 MiB.
+        xs = [helper.make_tensor_value_info(f"x{k}", TensorProto.FLOAT, [2048, 2048])
+              for k in range(40)]
+        ys = [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [2048, 2048])
+              for k in range(40)]
+        nodes = [helper.make_node("Identity", [f"x{k}"], [f"t{k}"]) for k in range(40)]
+        nodes += [helper.make_node("Identity", [f"t{k}"], [f"y{k}"]) for k in range(40)]
+        model = helper.make_model(helper.make_graph(nodes, "g", xs, ys),
+                                  opset_imports=[helper.make_opsetid("", 16)])
+        model.ir_version = 8
+        path = os.path.join(self.dir, "wide.onnx")
+        onnx.save(model, path)
+        code, out, err, rss = self.run_measured(
+            ["optimize", path, "-o", os.path.join(self.dir, "wide.opt.onnx"), "--check"])
+        self.assertEqual(code, 0, err)
+        self.assertIn("removed 40 Identity nodes", out)
+        self.assertIn("outputs not compared: generated inputs would exceed 64 MiB", out)
+        self.assertLess(rss, 200 << 20)
+
 
 if __name__ == "__main__":
     IDEM = sys.argv.pop(1)
+    with open(IDEM, "rb") as exe:
+        ASAN = b"__asan_init" in exe.read()
     unittest.main()

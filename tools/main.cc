@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <set>
 
 #include "idem/idem.h"
@@ -248,12 +249,23 @@ idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptio
         idem::StatusCode::kInternal,
         fmt::format("check: the optimized model fails validation: {}", b.status().message()));
   }
+  // Generated inputs are bounded in total, not only one by one: a small model declaring many
+  // large inputs must not make --check allocate gigabytes.
+  constexpr uint64_t kMaxGeneratedBytes = uint64_t{64} << 20;
+  uint64_t generated_bytes = 0;
   std::vector<idem::Value> feeds;
   for (size_t i = 0; i < a->inputs().size(); ++i) {
     auto v = idem::tools::GenerateValue(a->inputs()[i].type, i + 1);
     if (!v.ok()) {
       fmt::print("check: validated; outputs not compared: input {}: {}\n",
                  idem::QuoteName(a->inputs()[i].name), v.status().message());
+      return {};
+    }
+    generated_bytes += v->BudgetBytes();
+    if (generated_bytes > kMaxGeneratedBytes) {
+      fmt::print("check: validated; outputs not compared: generated inputs would exceed {} MiB "
+                 "(at input {})\n",
+                 kMaxGeneratedBytes >> 20, idem::QuoteName(a->inputs()[i].name));
       return {};
     }
     feeds.push_back(std::move(v).value());
@@ -401,13 +413,22 @@ int main(int argc, char** argv) {
   options.external_data =
       external_data == "copy" ? idem::ExternalDataMode::kCopy : idem::ExternalDataMode::kMap;
   options.allow_external_hard_links = allow_hard_links;
-  if (*run) return Run(model, inputs, output_dir, options, timeout_seconds);
-  if (*test) return Test(test_paths, skip_unsupported, quiet, options, timeout_seconds);
-  if (*check) return Check(model, options);
-  if (*info) return Info(model, options);
-  if (*optimize) {
-    return Optimize(model, optimize_out, optimize_check, optimize_explain, optimize_in_place,
-                    options, timeout_seconds);
+  // The library reports errors as Status values; what can still escape is the C++ runtime's own
+  // allocation failure (e.g. under `ulimit -v`): one `error:` line, never an abort.
+  try {
+    if (*run) return Run(model, inputs, output_dir, options, timeout_seconds);
+    if (*test) return Test(test_paths, skip_unsupported, quiet, options, timeout_seconds);
+    if (*check) return Check(model, options);
+    if (*info) return Info(model, options);
+    if (*optimize) {
+      return Optimize(model, optimize_out, optimize_check, optimize_explain, optimize_in_place,
+                      options, timeout_seconds);
+    }
+  } catch (const std::bad_alloc&) {
+    return Fail("out of memory: the model or its inputs need more memory than this process may "
+                "allocate");
+  } catch (const std::exception& e) {
+    return Fail(fmt::format("internal error: {}", e.what()));
   }
   return 2;
 }
