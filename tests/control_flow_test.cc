@@ -881,6 +881,27 @@ TEST(KernelRunnerTest, SliceWithNegativeStepsAndClamping) {
   EXPECT_STATUS(bad, StatusCode::kInvalidArgument, "a step of 0");
 }
 
+// Steps of INT64_MAX and INT64_MIN take one element (as in ONNX Runtime); the element count used
+// to be computed as `distance + step - 1` and `-step`, which overflow int64 (UB; the result was
+// an error or garbage). An empty input with huge dims gives an empty result at once.
+TEST(KernelRunnerTest, SliceWithExtremeStepsAndEmptyHugeInputs) {
+  auto x = MakeTensorOf<int64_t>(E::kInt64, {5}, {0, 1, 2, 3, 4});
+  auto one = [](int64_t v) { return MakeTensorOf<int64_t>(E::kInt64, {1}, {v}); };
+  auto fwd = KernelRunner("Slice", 13).Run({x, one(1), one(INT64_MAX), one(0), one(INT64_MAX)});
+  ASSERT_TRUE(fwd.ok()) << fwd.status().message();
+  EXPECT_EQ(Ints((*fwd)[0]), (std::vector<int64_t>{1}));
+  auto back = KernelRunner("Slice", 13).Run({x, one(-1), one(INT64_MIN), one(0), one(INT64_MIN)});
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(Ints((*back)[0]), (std::vector<int64_t>{4}));
+  const int64_t huge = int64_t{1} << 60;
+  auto empty = Value::MakeTensor(E::kFloat, {0, huge, 4}, Buffer()).value();
+  auto sliced = KernelRunner("Slice", 13).Run({empty, one(1), one(3), one(2), one(1)});
+  ASSERT_TRUE(sliced.ok()) << sliced.status().message();
+  EXPECT_EQ(std::vector<int64_t>((*sliced)[0].tensor().shape().begin(),
+                                 (*sliced)[0].tensor().shape().end()),
+            (std::vector<int64_t>{0, huge, 2}));
+}
+
 TEST(KernelRunnerTest, Slice1TakesAttributes) {
   // The spec's examples: data [[1,2,3,4],[5,6,7,8]].
   auto data = MakeTensorOf<int64_t>(E::kInt64, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});

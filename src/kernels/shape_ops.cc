@@ -226,9 +226,16 @@ class SliceKernel final : public Kernel {
         s = std::clamp<int64_t>(s, 0, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
       }
+      // ceil(distance / |step|) without overflow: a step of INT64_MAX or INT64_MIN is valid (one
+      // element), and neither `distance + step - 1` nor `-step` may be computed in int64.
       int64_t count = 0;
-      if (st > 0 && e > s) count = (e - s + st - 1) / st;
-      if (st < 0 && s > e) count = (s - e + (-st) - 1) / (-st);
+      if (st > 0 && e > s) {
+        count = static_cast<int64_t>(static_cast<uint64_t>(e - s - 1) / static_cast<uint64_t>(st)) + 1;
+      }
+      if (st < 0 && s > e) {
+        const uint64_t magnitude = uint64_t{0} - static_cast<uint64_t>(st);
+        count = static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / magnitude) + 1;
+      }
       begin[a] = s;
       step[a] = st;
       out_shape[a] = count;
@@ -238,7 +245,16 @@ class SliceKernel final : public Kernel {
     const ElementType type = t.element_type();
     IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, total, ctx.limits()));
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
-    // Source strides.
+    if (total == 0) {
+      // Nothing to gather (the input may be empty with huge dims, [0, 2^60, 4]).
+      if (type == ElementType::kString) {
+        IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(std::move(out_shape), {}));
+      } else {
+        IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(type, std::move(out_shape), Buffer()));
+      }
+      return {};
+    }
+    // Source strides (products of dims, which fit in int64 for any valid tensor).
     std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
     for (int64_t d = rank - 1; d > 0; --d) stride[d - 1] = stride[d] * shape[d];
     std::vector<int64_t> index(static_cast<size_t>(rank), 0);
