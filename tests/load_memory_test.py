@@ -2,7 +2,8 @@
 """Peak memory of loading hostile files, measured on the `idem` process (wait4 rusage).
 
 Each file is ~20 MB of 2-byte empty messages or fields that protobuf would turn into 45-79x its
-size (issue 12); the wire walker must refuse them while memory stays under 8x the file. A
+size (issue 12); the wire walker must refuse them while memory stays under 8x the file, for
+`idem check` (a load) and `idem optimize` (which parses the whole model with protobuf). A
 legitimate many-node model must load within the documented budget
 (max(max_load_memory_floor, max_load_memory_factor x size), plus the process's own baseline).
 
@@ -95,13 +96,17 @@ def main():
             path = os.path.join(tmp, name + ".onnx")
             with open(path, "wb") as f:
                 f.write(data)
-            rss, code, err = peak_rss([idem, "check", path])
-            ratio = rss / len(data)
-            print(f"{name}: {len(data)} bytes, peak RSS {rss / MB:.1f} MiB ({ratio:.2f}x), exit {code}: {err.strip()[:120]}")
-            if code != 1 or "error:" not in err:
-                failures.append(f"{name}: expected a refusal, exit {code}")
-            if rss > 8 * len(data):
-                failures.append(f"{name}: peak RSS {rss} > 8x the file ({len(data)})")
+            # `idem optimize` parses the whole model with protobuf: the same wire checks must
+            # refuse these first (it took 75-140x the file before).
+            for command in (["check", path], ["optimize", path, "-o", path + ".opt"]):
+                rss, code, err = peak_rss([idem, *command])
+                ratio = rss / len(data)
+                what = f"{name} ({command[0]})"
+                print(f"{what}: {len(data)} bytes, peak RSS {rss / MB:.1f} MiB ({ratio:.2f}x), exit {code}: {err.strip()[:120]}")
+                if code != 1 or "error:" not in err:
+                    failures.append(f"{what}: expected a refusal, exit {code}")
+                if rss > 8 * len(data):
+                    failures.append(f"{what}: peak RSS {rss} > 8x the file ({len(data)})")
         # A value file of 12M empty tensors fed to a sequence input.
         seq_model = model(ld(1, ld(1, b"x") + ld(2, b"y") + ld(4, b"Identity")) +
                           ld(11, ld(1, b"x") + ld(2, ld(4, ld(1, ld(1, vi(1, 1)))))) +
@@ -132,6 +137,11 @@ def main():
             failures.append(f"chain_200k: expected to load: {err}")
         if rss > budget + baseline:
             failures.append(f"chain_200k: peak RSS {rss} over the budget {budget} + baseline {baseline}")
+        # ... and optimizes (the chain collapses into nothing).
+        rss, code, err = peak_rss([idem, "optimize", path, "-o", path + ".opt"])
+        print(f"chain_200k (optimize): peak RSS {rss / MB:.1f} MiB, exit {code}")
+        if code != 0:
+            failures.append(f"chain_200k (optimize): expected to succeed: {err}")
     for f in failures:
         print("FAIL", f)
     return 1 if failures else 0

@@ -76,7 +76,9 @@ struct OptimizeReport {
 
 struct OptimizeOptions {
   // max_model_bytes bounds the input; max_graph_depth bounds subgraph nesting and max_nodes the
-  // nodes of all graphs together (beyond: kResourceExhausted).
+  // nodes of all graphs together; max_values and the load memory estimate
+  // (max_load_memory_factor/_floor) are checked on the wire before protobuf parses anything, as
+  // for a load (beyond any of them: kResourceExhausted).
   Limits limits;
   // OptimizeModelFile only: allows out_path to be the input file itself (same inode).
   bool in_place = false;
