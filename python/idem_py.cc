@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "idem/idem.h"
+#include "src/onnx/model_loader.h"
 #include "tools/backend_test.h"
 
 namespace py = pybind11;
@@ -880,6 +881,25 @@ void RegisterOptimize(py::module_& m) {
       report = idem::OptimizeModelBytes(std::as_bytes(std::span(in.data(), in.size())), &out);
     }
     if (!report.ok()) ThrowStatus(report.status());
+    return py::make_tuple(py::bytes(out), OptimizeReportToPython(*report));
+  });
+  // Path in, bytes out: the file is read as `idem optimize` reads it (a regular file, opened
+  // non-blocking, at most max_model_bytes), so a FIFO or a device is refused, never read forever.
+  m.def("_optimize_path", [](const std::string& in) {
+    std::string out;
+    idem::Result<idem::OptimizeReport> report = idem::OptimizeReport{};
+    {
+      py::gil_scoped_release release;
+      const idem::OptimizeOptions options;
+      auto bytes = idem::ReadFileBytes(in, options.limits.max_model_bytes);
+      if (!bytes.ok()) {
+        report = bytes.status();
+      } else {
+        report = idem::OptimizeModelBytes(std::as_bytes(std::span(bytes->data(), bytes->size())),
+                                          &out, options);
+      }
+    }
+    if (!report.ok()) ThrowStatus(report.status(), Phase::kLoad);  // a missing file: NoSuchFile
     return py::make_tuple(py::bytes(out), OptimizeReportToPython(*report));
   });
   // Path in, path out (atomic write, in-place and external-data checks).

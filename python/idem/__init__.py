@@ -306,15 +306,29 @@ def optimize(model, out_path=None, in_place=False):
         ``{"removed": int, "kept": int, "kept_nodes": [{"graph", "node", "index", "rule",
         "reason"}]}``. With nothing to remove the bytes are the input's, unchanged.
     """
-    import os
-    if isinstance(model, (bytes, bytearray, memoryview)) or hasattr(model, "SerializeToString"):
-        if out_path is not None:
-            raise ValueError("idem.optimize: out_path needs a model path (its folder decides "
-                             "whether external data stays valid)")
-        data = model.SerializeToString() if hasattr(model, "SerializeToString") else bytes(model)
-        return _idem._optimize_bytes(data)
-    path = os.fspath(model)
-    if out_path is None:
-        with open(path, "rb") as f:
-            return _idem._optimize_bytes(f.read())
-    return None, _idem._optimize_file(path, os.fspath(out_path), in_place)
+    try:
+        if isinstance(model, (bytes, bytearray, memoryview)) or hasattr(model, "SerializeToString"):
+            if out_path is not None:
+                err = InvalidArgument("idem.optimize: out_path needs a model path (its folder "
+                                      "decides whether external data stays valid)")
+                err.code = "INVALID_ARGUMENT"
+                raise err
+            data = (model.SerializeToString() if hasattr(model, "SerializeToString")
+                    else bytes(model))
+            return _idem._optimize_bytes(data)
+        path = _os.fspath(model)
+        if "\0" in (path if isinstance(path, str) else path.decode("latin-1")):
+            err = InvalidArgument("the model path contains a NUL character (paths cannot "
+                                  "contain NUL)")
+            err.code = "INVALID_ARGUMENT"
+            raise err
+        if out_path is None:
+            # Read by idem (a regular file of at most max_model_bytes, opened non-blocking): a
+            # FIFO or /dev/zero given as the model is refused, never read forever.
+            return _idem._optimize_path(_os.fsdecode(path))
+        return None, _idem._optimize_file(_os.fsdecode(path), _os.fsdecode(_os.fspath(out_path)),
+                                          in_place)
+    except Error:
+        raise
+    except Exception as e:
+        raise _foreign_error(e) from e

@@ -155,6 +155,35 @@ class OptimizeTest(unittest.TestCase):
         self.assertTrue(report["kept_nodes"][0]["graph"].startswith("graph/a\u00e9"))
         self.assertIn("...", report["kept_nodes"][0]["graph"])
 
+    def test_paths_are_read_like_the_cli_and_every_failure_is_an_idem_error(self):
+        # A FIFO used to block forever in open().read(), /dev/zero to read until memory ran out;
+        # a missing file, a folder or a wrong argument raised OSError/TypeError/ValueError.
+        with tempfile.TemporaryDirectory() as d:
+            fifo = os.path.join(d, "fifo.onnx")
+            os.mkfifo(fifo)
+            for path in (fifo, "/dev/zero", d):
+                with self.assertRaises(idem.NoSuchFile) as ctx:
+                    idem.optimize(path)
+                self.assertIn("not a regular file", str(ctx.exception))
+            with self.assertRaises(idem.NoSuchFile) as ctx:
+                idem.optimize(os.path.join(d, "missing.onnx"))
+            self.assertIn("No such file", str(ctx.exception))
+            with self.assertRaises(idem.InvalidArgument):
+                idem.optimize(None)
+            with self.assertRaises(idem.InvalidArgument) as ctx:
+                idem.optimize(b"\x08\x08", out_path=os.path.join(d, "out.onnx"))
+            self.assertIn("out_path needs a model path", str(ctx.exception))
+            with self.assertRaises(idem.InvalidArgument) as ctx:
+                idem.optimize(os.path.join(d, "a\0b.onnx"))
+            self.assertIn("NUL", str(ctx.exception))
+            # A regular file is still read and optimized.
+            path = os.path.join(d, "m.onnx")
+            onnx.save(model([helper.make_node("Neg", ["x"], ["t"]),
+                             helper.make_node("Identity", ["t"], ["y"])], [f("x")], [f("y")]), path)
+            out, report = idem.optimize(path)
+            self.assertEqual(report["removed"], 1)
+            self.assertEqual(len(onnx.load_from_string(out).graph.node), 1)
+
     def test_report_names_that_are_not_utf8_decode_with_surrogateescape(self):
         # A node name is bytes in the file; invalid UTF-8 used to raise UnicodeDecodeError.
         nodes = [helper.make_node("Identity", ["x"], ["y"], name="idQQ")]
