@@ -21,6 +21,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -976,7 +977,14 @@ PYBIND11_MODULE(_idem, m) {
           [](PyRunOptions& o, bool v) { o.terminate.store(v); })
       .def_property(
           "timeout", [](const PyRunOptions& o) { return o.timeout_seconds; },
-          [](PyRunOptions& o, std::optional<double> v) { o.timeout_seconds = v; });
+          [](PyRunOptions& o, std::optional<double> v) {
+            // NaN has no deadline to turn into (converting it to a clock duration is undefined).
+            if (v && std::isnan(*v)) {
+              ThrowError(idem::StatusCode::kInvalidArgument,
+                         "RunOptions.timeout must be a number of seconds or None, got nan");
+            }
+            o.timeout_seconds = v;
+          });
 
   m.def("default_limits", [] { return LimitsToPython(idem::Limits{}); });
 

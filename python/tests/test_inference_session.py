@@ -399,6 +399,14 @@ class OptionsTest(unittest.TestCase):
         sess.run(None, feeds, ro)
         with self.assertRaises(idem.InvalidArgument):
             sess.run(None, feeds, run_options="fast")
+        # NaN is refused when set (it used to become a deadline through an undefined conversion);
+        # infinity means no practical deadline.
+        with self.assertRaises(idem.InvalidArgument) as cm:
+            ro.timeout = float("nan")
+        self.assertIn("nan", str(cm.exception))
+        self.assertEqual(ro.timeout, 60.0)
+        ro.timeout = float("inf")
+        sess.run(None, feeds, ro)
 
 
 class ErrorClassesTest(unittest.TestCase):
