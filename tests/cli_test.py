@@ -460,7 +460,7 @@ class CliTest(unittest.TestCase):
         r = idem("optimize", model, "-o", out, "--check", "--timeout", "0.2")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("outputs not compared: a run passed --timeout", r.stdout)
-        for bad in ("0", "-1", "soon"):
+        for bad in ("0", "-1", "soon", "nan", "-nan"):  # NaN used to mean "no limit"
             r = idem("run", model, "--timeout", bad)
             self.assertEqual(r.returncode, 2, bad)
 

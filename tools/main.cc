@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <new>
@@ -383,7 +385,16 @@ int main(int argc, char** argv) {
     sub->add_option("--timeout", timeout_seconds,
                     "stop a run after SECONDS (each data set's run for test; each model's run for "
                     "optimize --check); default: no limit")
-        ->check(CLI::PositiveNumber);
+        ->check(CLI::PositiveNumber)
+        // PositiveNumber lets NaN through (every comparison with it is false), which would
+        // silently mean "no limit".
+        ->check(CLI::Validator(
+            [](std::string& input) -> std::string {
+              return std::isnan(std::strtod(input.c_str(), nullptr))
+                         ? input + " is not a number of seconds"
+                         : std::string();
+            },
+            "NOT NAN"));
   }
 
   // External data: how it is loaded, and whether hard-linked files are accepted.
