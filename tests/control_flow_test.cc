@@ -475,6 +475,25 @@ TEST(ScanTest, AxesAndDirections) {
   EXPECT_EQ(FloatsOf(pre[1]), (std::vector<float>{6, 15, 3, 9, 1, 4}));
 }
 
+// A zero-length scan axis: no iteration, the states come back unchanged and each scan output is
+// empty with the body's declared element shape on the other axes ([0, 2] stacked on axis 0,
+// [2, 0] on axis 1; the latter used to fail with "stacking axis 1 is out of range").
+TEST(ScanTest, ZeroIterationsKeepTheDeclaredElementShape) {
+  Value init = Floats({2}, {1, 2});
+  Value x = Floats({2, 0}, {});
+  for (int64_t out_axis : {0, 1, -1}) {
+    auto out = MustCreate(ScanSum(1, 0, out_axis, 0)).Run({init, x});
+    ASSERT_TRUE(out.ok()) << out_axis << ": " << out.status().message();
+    EXPECT_EQ(FloatsOf((*out)[0]), (std::vector<float>{1, 2}));
+    const auto shape = (*out)[1].tensor().shape();
+    EXPECT_EQ(std::vector<int64_t>(shape.begin(), shape.end()),
+              out_axis == 0 ? (std::vector<int64_t>{0, 2}) : (std::vector<int64_t>{2, 0}))
+        << out_axis;
+  }
+  auto bad = MustCreate(ScanSum(1, 0, 2, 0)).Run({init, x});
+  EXPECT_STATUS(bad, StatusCode::kInvalidArgument, "scan_output_axes[0] = 2 is outside");
+}
+
 // Scan over axis 1 of x: [2^62, 1, 0] (an empty tensor), each slice [2^62, 0] stacked back along
 // axis 1. Slicing and stacking once looped over the 2^62 rows before axis 1 copying nothing, so
 // the run never ended; an empty result must cost what it holds.

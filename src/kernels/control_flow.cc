@@ -212,6 +212,18 @@ KernelSchema IfSchema(int version) {
   return s;
 }
 
+// The element shape a stacked output takes after zero iterations: the body's declared shape when
+// every dim is known, else [] (the result is then [0], as in ONNX Runtime's Loop).
+std::vector<int64_t> KnownShapeOrScalar(const Type& t) {
+  std::vector<int64_t> shape;
+  if (!t.shape()) return shape;
+  for (const Dim& d : *t.shape()) {
+    if (!d.value) return {};
+    shape.push_back(*d.value);
+  }
+  return shape;
+}
+
 // ---- Loop -------------------------------------------------------------------------------------
 
 struct LoopPlan {
@@ -291,17 +303,7 @@ Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
                                 k, t.ToString()));
     }
     plan.scan_elements.push_back(t.element_type());
-    std::vector<int64_t> shape;
-    if (t.shape()) {
-      for (const Dim& d : *t.shape()) {
-        if (!d.value) {
-          shape.clear();
-          break;
-        }
-        shape.push_back(*d.value);
-      }
-    }
-    plan.scan_empty_shapes.push_back(std::move(shape));
+    plan.scan_empty_shapes.push_back(KnownShapeOrScalar(t));
   }
   if (plan.body.passthrough && plan.scans == 0 && !plan.any_wrap) {
     const auto& feeds = plan.body.output_feeds;  // 0 iteration, 1 condition, 2.. carried
@@ -490,6 +492,7 @@ struct ScanPlan {
   size_t scan_outputs = 0;
   std::vector<int64_t> input_axes, input_directions, output_axes, output_directions;
   std::vector<ElementType> output_elements;
+  std::vector<std::vector<int64_t>> output_empty_shapes;  // element shape for zero iterations
 };
 
 Result<std::vector<int64_t>> IntsAttribute(const NodeDef& node, const std::string& name,
@@ -588,6 +591,7 @@ Result<ScanPlan> PlanScan(const NodeContext& ctx, int version) {
   }
   for (size_t k = 0; k < plan.scan_outputs; ++k) {
     plan.output_elements.push_back(outs[plan.states + k].element_type());
+    plan.output_empty_shapes.push_back(KnownShapeOrScalar(outs[plan.states + k]));
   }
   if (version == 8) {
     plan.output_axes.assign(plan.scan_outputs, 0);
@@ -752,17 +756,24 @@ class ScanKernel final : public Kernel {
       }
       // Prepending (direction 1) is appending then reversing.
       if (plan_.output_directions[k] == 1) std::reverse(scans[k].begin(), scans[k].end());
+      // After zero iterations the element shape is the body's declared one (when fully known),
+      // so a zero-length scan gives [0, 3] (axis 0) or [3, 0] (axis 1) like any other length.
+      const std::vector<int64_t>& empty_shape = plan_.output_empty_shapes[k];
       int64_t axis = plan_.output_axes[k];
       const int64_t rank =
-          scans[k].empty() ? 0 : static_cast<int64_t>(scans[k][0].tensor().rank()) + 1;
-      if (axis < -rank || (rank > 0 && axis >= rank)) {
+          static_cast<int64_t>(scans[k].empty() ? empty_shape.size() : scans[k][0].tensor().rank()) +
+          1;
+      if (axis < -rank || axis >= rank) {
         return Status(StatusCode::kInvalidArgument,
-                      fmt::format("scan_output_axes[{}] = {} is outside the output's rank {}", k,
-                                  axis, rank));
+                      fmt::format("scan_output_axes[{}] = {} is outside the output's rank {}{}", k,
+                                  axis, rank,
+                                  scans[k].empty() ? " (zero iterations; the body does not declare "
+                                                     "this output's full shape)"
+                                                   : ""));
       }
       if (axis < 0) axis += rank;
       IDEM_ASSIGN_OR_RETURN(Value v, tensor_util::Stack(ctx, plan_.output_elements[k], scans[k],
-                                                        {}, axis));
+                                                        empty_shape, axis));
       results.push_back(std::move(v));
     }
     return {};
