@@ -478,6 +478,22 @@ TEST(ConcatFromSequenceTest, HugeDimsOfEmptyTensors) {
                 "the concatenated extent on axis 1 overflows int64");
 }
 
+// One [2^20, 1] tensor among 2^22 references to an empty [2^20, 0] tensor, concatenated on axis 1:
+// the gather used to visit every (row, tensor) pair, 2^42 steps copying nothing (hours); its work
+// is now the 2^20 elements it copies.
+TEST(ConcatFromSequenceTest, EmptyTensorsCostNothingPerRow) {
+  const int64_t rows = int64_t{1} << 20;
+  std::vector<Value> items(size_t{1} << 22, Floats({rows, 0}, {}));
+  std::vector<float> column(static_cast<size_t>(rows));
+  for (size_t i = 0; i < column.size(); ++i) column[i] = static_cast<float>(i);
+  items[items.size() / 2] = Floats({rows, 1}, column);
+  Value seq = Value::MakeSequence(E::kFloat, std::move(items)).value();
+  auto out = ConcatSession(1, 0).Run({seq});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(ShapeOf((*out)[0]), (std::vector<int64_t>{rows, 1}));
+  EXPECT_EQ(FloatsOf((*out)[0]), column);
+}
+
 // ---- SplitToSequence
 // -----------------------------------------------------------------------------
 

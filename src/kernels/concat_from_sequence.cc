@@ -120,8 +120,13 @@ class ConcatFromSequenceKernel final : public Kernel {
     // could then overflow when multiplied, are not needed).
     const int64_t outer = total == 0 ? 0 : *DimProduct(first.shape(), 0, axis);
     std::vector<int64_t> row_elements(sequence.size());
+    // The tensors that contribute elements: the gather loops visit only these, so their work is
+    // the output's size, not `outer` x the sequence length (2^20 rows x 2^22 empty tensors would
+    // be 2^42 steps copying nothing).
+    std::vector<size_t> filled;
     for (size_t i = 0; i < sequence.size(); ++i) {
       row_elements[i] = outer == 0 ? 0 : sequence.at(i).tensor().element_count() / outer;
+      if (row_elements[i] > 0) filled.push_back(i);
     }
 
     // max_tensor_bytes and the run budget, before anything is allocated. Every element is copied
@@ -144,7 +149,7 @@ class ConcatFromSequenceKernel final : public Kernel {
       std::vector<std::string> strings;
       strings.reserve(static_cast<size_t>(total));
       for (int64_t o = 0; o < outer; ++o) {
-        for (size_t i = 0; i < sequence.size(); ++i) {
+        for (size_t i : filled) {
           auto source = sequence.at(i).tensor().strings().subspan(
               static_cast<size_t>(o * row_elements[i]), static_cast<size_t>(row_elements[i]));
           strings.insert(strings.end(), source.begin(), source.end());
@@ -172,9 +177,8 @@ class ConcatFromSequenceKernel final : public Kernel {
     std::byte* out = nullptr;
     IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(out_bytes, &out));
     for (int64_t o = 0; o < outer; ++o) {
-      for (size_t i = 0; i < sequence.size(); ++i) {
+      for (size_t i : filled) {
         const size_t row_bytes = static_cast<size_t>(row_elements[i]) * width;
-        if (row_bytes == 0) continue;
         std::memcpy(out, sequence.at(i).tensor().data().data() + o * row_bytes, row_bytes);
         out += row_bytes;
       }
