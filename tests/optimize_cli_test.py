@@ -159,6 +159,41 @@ class OptimizeCliTest(unittest.TestCase):
         self.assertEqual(onnx.load(out).graph.output[0].name, "y")
         self.assertEqual(len(os.listdir(self.dir)), 2)
 
+    def test_check_generates_small_integers_and_bounds_each_run(self):
+        # A Loop whose trip count is an int64 input, with a scan output: generated from random
+        # bytes, the count was ~2^62 and --check ran until 16 GB of scan values were held.
+        i64 = lambda n: helper.make_tensor_value_info(n, TensorProto.INT64, [])
+        b = lambda n: helper.make_tensor_value_info(n, TensorProto.BOOL, [])
+        body = helper.make_graph(
+            [helper.make_node("Identity", ["c"], ["c_out"]),
+             helper.make_node("Add", ["v", "v"], ["v_out"]),
+             helper.make_node("Identity", ["v_out"], ["s"])],
+            "body", [i64("i"), b("c"), f3("v")], [b("c_out"), f3("v_out"), f3("s")])
+        g = helper.make_graph(
+            [helper.make_node("Loop", ["n", "go", "x"], ["v_final", "stacked"], body=body),
+             helper.make_node("Identity", ["stacked"], ["y"])],
+            "g", [f3("x"), i64("n"), b("go")],
+            [f3("v_final"), helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        path = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]),
+                    self.p("loop.onnx"))
+        r = idem("optimize", path, "-o", self.p("loop.opt.onnx"), "--check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("check: OK: 2 outputs bit-identical", r.stdout)
+        # One run that would hold 2 GiB (an Add broadcasting [2^14,1] and [1,2^15]) is over the
+        # check's 1 GiB run budget: refused before allocating, the file is still written.
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1 << 14, 1])
+        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1 << 15])
+        g = helper.make_graph([helper.make_node("Add", ["x", "y"], ["s"]),
+                               helper.make_node("Identity", ["s"], ["out"])], "g", [x, y],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+        path = save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)]),
+                    self.p("wide.onnx"))
+        r = idem("optimize", path, "-o", self.p("wide.opt.onnx"), "--check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("both models fail on generated inputs", r.stdout)
+        self.assertIn("max_run_bytes 1073741824", r.stdout)
+        self.assertTrue(os.path.exists(self.p("wide.opt.onnx")))
+
     def test_explain_escapes_names(self):
         # Node names from the file are printed quoted and escaped: a newline cannot forge a
         # "kept ..." line and an escape code cannot reach the terminal.

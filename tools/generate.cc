@@ -19,6 +19,28 @@ std::vector<int64_t> ShapeOf(const Type& type) {
   return shape;
 }
 
+// The byte width of a byte-aligned integer or bool type, 0 for every other type.
+int SmallIntegerWidth(ElementType type) {
+  using E = ElementType;
+  switch (type) {
+    case E::kBool:
+    case E::kInt8:
+    case E::kUint8:
+      return 1;
+    case E::kInt16:
+    case E::kUint16:
+      return 2;
+    case E::kInt32:
+    case E::kUint32:
+      return 4;
+    case E::kInt64:
+    case E::kUint64:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
 Result<Value> GenerateTensor(const Type& type, uint64_t seed) {
   const std::vector<int64_t> shape = ShapeOf(type);
   uint64_t count = 1;
@@ -39,9 +61,21 @@ Result<Value> GenerateTensor(const Type& type, uint64_t seed) {
   std::byte* data = nullptr;
   IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(*bytes, &data));
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (uint64_t i = 0; i < *bytes; ++i) {
+  auto next = [&state] {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
-    data[i] = static_cast<std::byte>(state >> 56);
+    return state >> 56;
+  };
+  const int width = SmallIntegerWidth(type.element_type());
+  if (width == 0) {
+    for (uint64_t i = 0; i < *bytes; ++i) data[i] = static_cast<std::byte>(next());
+  } else {
+    // Integers and bools are 0..3 (bools 0 or 1), little-endian: such inputs are often trip
+    // counts, conditions, positions or sizes, and random 64-bit values would make a Loop run for
+    // ever (a model with a Loop count input used to take 16 GB under `optimize --check`).
+    const uint64_t modulus = type.element_type() == ElementType::kBool ? 2 : 4;
+    for (uint64_t i = 0; i < count; ++i) {
+      data[i * static_cast<uint64_t>(width)] = static_cast<std::byte>(next() % modulus);
+    }
   }
   return Value::MakeTensor(type.element_type(), shape, std::move(buffer));
 }

@@ -13,7 +13,8 @@ namespace idem::tools {
 
 // A value of `type`: symbolic or unknown dims are 2, a tensor of unknown rank is [2]; sequences
 // hold 2 tensors and optionals hold a value. Bytes follow a fixed pattern derived from `seed`
-// (floats may be NaN or subnormal: outputs are compared bit for bit).
+// (floats may be NaN or subnormal: outputs are compared bit for bit); integers are 0..3 and bools
+// 0 or 1, so a generated trip count or position stays small and valid.
 Result<Value> GenerateValue(const Type& type, uint64_t seed);
 
 }  // namespace idem::tools
