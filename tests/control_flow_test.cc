@@ -475,6 +475,16 @@ TEST(ScanTest, AxesAndDirections) {
   EXPECT_EQ(FloatsOf(pre[1]), (std::vector<float>{6, 15, 3, 9, 1, 4}));
 }
 
+// A direction other than 0 or 1 was read as forward; it is an invalid model (as the spec says).
+TEST(ScanTest, DirectionsAreZeroOrOne) {
+  for (int64_t dir : {2, -1}) {
+    EXPECT_STATUS(PlanError(ScanSum(1, dir, 0, 0)), StatusCode::kInvalidModel,
+                  fmt::format("attribute 'scan_input_directions'[0] is {}; a direction is 0", dir));
+    EXPECT_STATUS(PlanError(ScanSum(1, 0, 0, dir)), StatusCode::kInvalidModel,
+                  fmt::format("attribute 'scan_output_directions'[0] is {}", dir));
+  }
+}
+
 // A zero-length scan axis: no iteration, the states come back unchanged and each scan output is
 // empty with the body's declared element shape on the other axes ([0, 2] stacked on axis 0,
 // [2, 0] on axis 1; the latter used to fail with "stacking axis 1 is out of range").

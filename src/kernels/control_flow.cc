@@ -506,6 +506,22 @@ Result<std::vector<int64_t>> IntsAttribute(const NodeDef& node, const std::strin
   return a->ints;
 }
 
+// Scan directions are 0 (forward) or 1 (reverse); anything else is an invalid model, never read
+// as one of them.
+Result<std::vector<int64_t>> DirectionsAttribute(const NodeDef& node, const std::string& name,
+                                                 size_t count) {
+  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> directions, IntsAttribute(node, name, count, 0));
+  for (size_t i = 0; i < directions.size(); ++i) {
+    if (directions[i] != 0 && directions[i] != 1) {
+      return Status(StatusCode::kInvalidModel,
+                    fmt::format("attribute '{}'[{}] is {}; a direction is 0 (forward) or 1 "
+                                "(reverse)",
+                                name, i, directions[i]));
+    }
+  }
+  return directions;
+}
+
 // A tensor type with `axis` removed from its shape (unknown shape stays unknown).
 Type WithoutAxis(const Type& t, int64_t axis) {
   if (!t.shape() || axis < 0 || axis >= static_cast<int64_t>(t.shape()->size())) {
@@ -533,13 +549,13 @@ Result<ScanPlan> PlanScan(const NodeContext& ctx, int version) {
   plan.states = values - plan.scan_inputs;
   if (version == 8) {
     IDEM_ASSIGN_OR_RETURN(plan.input_directions,
-                          IntsAttribute(ctx.node, "directions", plan.scan_inputs, 0));
+                          DirectionsAttribute(ctx.node, "directions", plan.scan_inputs));
     plan.input_axes.assign(plan.scan_inputs, 0);
   } else {
     IDEM_ASSIGN_OR_RETURN(plan.input_axes,
                           IntsAttribute(ctx.node, "scan_input_axes", plan.scan_inputs, 0));
     IDEM_ASSIGN_OR_RETURN(plan.input_directions,
-                          IntsAttribute(ctx.node, "scan_input_directions", plan.scan_inputs, 0));
+                          DirectionsAttribute(ctx.node, "scan_input_directions", plan.scan_inputs));
   }
   // Body input types: the states, then one slice of each scan input (Scan-8: per batch entry).
   std::vector<Type> body_inputs;
@@ -600,7 +616,7 @@ Result<ScanPlan> PlanScan(const NodeContext& ctx, int version) {
     IDEM_ASSIGN_OR_RETURN(plan.output_axes,
                           IntsAttribute(ctx.node, "scan_output_axes", plan.scan_outputs, 0));
     IDEM_ASSIGN_OR_RETURN(plan.output_directions,
-                          IntsAttribute(ctx.node, "scan_output_directions", plan.scan_outputs, 0));
+                          DirectionsAttribute(ctx.node, "scan_output_directions", plan.scan_outputs));
   }
   return plan;
 }
