@@ -150,6 +150,8 @@ class IDEM_API Tensor {
   };
   int64_t element_count_ = 0;
   Buffer data_;
+  // Always a StringStore (value.cc) made by MakeStringTensor, which also holds the total length
+  // that string_bytes() reads: every assignment of strings_ must make one.
   std::shared_ptr<const std::vector<std::string>> strings_;
 };
 
