@@ -571,6 +571,43 @@ onnx::ModelProto Scan8RunningSum(bool reverse) {
   return m;
 }
 
+// Scan-8 over x: [batch, 0, 2] (no bytes at all): every batch entry scans nothing. The entries'
+// results used to be held uncharged (~300 bytes each: a [2^30, 0, 2] input grew by gigabytes a
+// minute) and no run option was checked between entries (an empty entry runs no iteration).
+TEST(ScanTest, Scan8BatchesAreChargedAndInterruptible) {
+  onnx::ModelProto m = EmptyModel(8, 3);
+  auto* g = m.mutable_graph();
+  g->set_name("scan8_empty");
+  AddValueInfo(g->mutable_input(), "x", F32({-1, -1, 2}));
+  AddValueInfo(g->mutable_output(), "ys", Unshaped(E::kFloat));
+  auto* scan = AddNode(g, "Scan", {"", "x"}, {"ys"}, "scan8");
+  AddIntAttribute(scan, "num_scan_inputs", 1);
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "e", F32({2}));
+  body.add_output()->set_name("p");
+  AddNode(&body, "Identity", {"e"}, {"p"});
+  SetGraph(scan, "body", body);
+  const int64_t batch = int64_t{1} << 22;
+  Value x = Value::MakeTensor(E::kFloat, {batch, 0, 2}, Buffer()).value();
+  SessionOptions small;
+  small.limits.max_run_bytes = 64u << 20;
+  auto over = CreateSessionFromProto(m, "", small).value().Run({x});
+  ASSERT_FALSE(over.ok());
+  EXPECT_STATUS(over, StatusCode::kResourceExhausted, "node 'scan8'");
+  Session s = MustCreate(m);
+  RunOptions late;
+  late.deadline = std::chrono::steady_clock::now();
+  std::vector<Value> feeds = {x};
+  EXPECT_STATUS(s.Run(feeds, late), StatusCode::kDeadlineExceeded, "node 'scan8'");
+  // A small batch runs: [4, 0, 2] out.
+  auto fine = s.Run({Value::MakeTensor(E::kFloat, {4, 0, 2}, Buffer()).value()});
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+  EXPECT_EQ(std::vector<int64_t>((*fine)[0].tensor().shape().begin(),
+                                 (*fine)[0].tensor().shape().end()),
+            (std::vector<int64_t>{4, 0, 2}));
+}
+
 TEST(ScanTest, Scan8SequenceLensMustCoverTheBatch) {
   Session s = MustCreate(Scan8RunningSum(false));
   Value init = Floats({2, 2}, {0, 0, 0, 0});

@@ -655,7 +655,12 @@ class ScanKernel final : public Kernel {
     }
     const int64_t batch = all->tensor().shape()[0];
     std::vector<std::vector<Value>> per_output(plan_.states + plan_.scan_outputs);
+    // The per-entry results are held until stacked: charged, so a huge batch of empty entries
+    // ([2^40, 0, 2], no bytes) is stopped by the run budget; and the run options are checked per
+    // entry, since an entry with an empty scan axis runs no iteration that would check them.
+    HeldBytes held(ctx);
     for (int64_t b = 0; b < batch; ++b) {
+      IDEM_RETURN_IF_ERROR(ctx.CheckInterrupt());
       std::vector<Value> st(plan_.states), sc(plan_.scan_inputs);
       for (size_t j = 0; j < plan_.states; ++j) {
         if (states[j].tensor().rank() < 1 || states[j].tensor().shape()[0] != batch) {
@@ -695,7 +700,10 @@ class ScanKernel final : public Kernel {
       }
       std::vector<Value> r;
       IDEM_RETURN_IF_ERROR(RunOne(ctx, inputs, std::move(st), sc, r, len));
-      for (size_t o = 0; o < r.size(); ++o) per_output[o].push_back(std::move(r[o]));
+      for (size_t o = 0; o < r.size(); ++o) {
+        IDEM_RETURN_IF_ERROR(held.Add(ValueBytes(r[o])));
+        per_output[o].push_back(std::move(r[o]));
+      }
     }
     for (size_t o = 0; o < per_output.size(); ++o) {
       const ElementType type = o < plan_.states ? states[o].tensor().element_type()
