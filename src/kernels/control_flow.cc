@@ -239,7 +239,12 @@ Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
   plan.carried = ctx.inputs.size() >= 2 ? ctx.inputs.size() - 2 : 0;
   std::vector<Type> body_inputs = {Type::Tensor(ElementType::kInt64, std::vector<Dim>{}),
                                    Type::Tensor(ElementType::kBool, std::vector<Dim>{})};
-  for (size_t j = 0; j < plan.carried; ++j) body_inputs.push_back(*ctx.inputs[2 + j]);
+  // Carried tensors may change shape from one iteration to the next: the body sees them
+  // without a shape (as ONNX's Loop inference passes them), unless it declares one.
+  for (size_t j = 0; j < plan.carried; ++j) {
+    const Type& t = *ctx.inputs[2 + j];
+    body_inputs.push_back(t.is_tensor() ? Type::Tensor(t.element_type()) : t);
+  }
   if (body->inputs.size() != body_inputs.size()) {
     return Status(StatusCode::kInvalidModel,
                   fmt::format("the body has {} inputs; a Loop with {} carried values needs {} "
@@ -291,15 +296,12 @@ Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
                                 k, t.ToString()));
     }
     plan.scan_elements.push_back(t.element_type());
+    // Zero iterations: the spec is silent; ONNX Runtime stacks nothing into [0, dims...] with
+    // the body output's shape (declared, completed by inference), an unknown or symbolic dim
+    // counting 0, and into [0] when the rank is unknown. So does idem.
     std::vector<int64_t> shape;
     if (t.shape()) {
-      for (const Dim& d : *t.shape()) {
-        if (!d.value) {
-          shape.clear();
-          break;
-        }
-        shape.push_back(*d.value);
-      }
+      for (const Dim& d : *t.shape()) shape.push_back(d.value.value_or(0));
     }
     plan.scan_empty_shapes.push_back(std::move(shape));
   }
@@ -400,8 +402,9 @@ class LoopKernel final : public Kernel {
       }
       const size_t k = o - n;
       // Scan outputs: the per-iteration values stacked along a new first axis. After zero
-      // iterations the result has shape [0, ...] with the body's declared element shape when
-      // fully known, else [0] (ONNX Runtime does the same).
+      // iterations the result has shape [0, ...] with the body output's element shape
+      // (declared, completed by inference: the planner's RefineDeclared; unknown dims 0), or [0]
+      // when its rank is unknown (ONNX Runtime does the same).
       auto stacked = tensor_util::Stack(ctx, plan_.scan_elements[k], scans[k],
                                         plan_.scan_empty_shapes[k], 0);
       if (!stacked.ok()) {
@@ -792,11 +795,44 @@ KernelSchema ScanSchema(int version) {
     IDEM_ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(ctx, version));
     std::vector<Type> types;
     const size_t first = version == 8 ? 1 : 0;
-    for (size_t j = 0; j < plan.states; ++j) {
-      types.push_back(Type::Tensor(ctx.inputs[first + j]->element_type()));
+    const auto& outs = plan.body.output_types;
+    if (version == 8) {
+      for (size_t j = 0; j < plan.states; ++j) {
+        types.push_back(Type::Tensor(ctx.inputs[first + j]->element_type()));
+      }
+      for (size_t k = 0; k < plan.scan_outputs; ++k) {
+        types.push_back(Type::Tensor(plan.output_elements[k]));
+      }
+      return types;
     }
+    // Scan-9+: shapes as ONNX's shape inference gives them (what a zero-iteration Loop that
+    // stacks them sizes its output by): a state is the body's output; a scan output is the
+    // body's output with the sequence length (the first scan input's axis, where known)
+    // inserted at its output axis.
+    Dim length;
+    for (size_t j = 0; j < plan.scan_inputs && !length.value; ++j) {
+      const Type& t = *ctx.inputs[first + plan.states + j];
+      if (!t.shape()) continue;
+      const int64_t rank = static_cast<int64_t>(t.shape()->size());
+      const int64_t axis = plan.input_axes[j] < 0 ? plan.input_axes[j] + rank : plan.input_axes[j];
+      if (axis >= 0 && axis < rank) length = (*t.shape())[static_cast<size_t>(axis)];
+    }
+    for (size_t j = 0; j < plan.states; ++j) types.push_back(outs[j]);
     for (size_t k = 0; k < plan.scan_outputs; ++k) {
-      types.push_back(Type::Tensor(plan.output_elements[k]));
+      const Type& t = outs[plan.states + k];
+      if (!t.shape()) {
+        types.push_back(Type::Tensor(t.element_type()));
+        continue;
+      }
+      std::vector<Dim> dims = *t.shape();
+      const int64_t rank = static_cast<int64_t>(dims.size()) + 1;
+      int64_t axis = plan.output_axes[k] < 0 ? plan.output_axes[k] + rank : plan.output_axes[k];
+      if (axis < 0 || axis >= rank) {
+        types.push_back(Type::Tensor(t.element_type()));
+        continue;
+      }
+      dims.insert(dims.begin() + axis, length);
+      types.push_back(Type::Tensor(t.element_type(), std::move(dims)));
     }
     return types;
   };
