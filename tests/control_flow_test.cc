@@ -54,6 +54,11 @@ std::vector<float> FloatsOf(const Value& v) {
   return {s.begin(), s.end()};
 }
 
+std::vector<int64_t> ShapeOf(const Value& v) {
+  auto s = v.tensor().shape();
+  return {s.begin(), s.end()};
+}
+
 // x: float[3], c: bool -> If(c; then: Identity(x), else: Identity(y)) -> out
 onnx::ModelProto IfOuterIdentity(int opset = 16) {
   onnx::ModelProto m = EmptyModel(opset, 8);
@@ -471,6 +476,23 @@ TEST(ScanTest, AxesAndDirections) {
   EXPECT_EQ(FloatsOf(pre[1]), (std::vector<float>{6, 15, 3, 9, 1, 4}));
 }
 
+TEST(ScanTest, ZeroLengthScanStacksNothingAlongAnyOutputAxis) {
+  // x [2, 0] scanned along axis 1: no iteration. The scan output is the body output's shape
+  // ([2]) with 0 inserted at its axis (ONNX Runtime 1.30 fails such a Scan; idem used to accept
+  // only output axis 0). The state comes back unchanged.
+  Value x = Floats({2, 0}, {});
+  Value init = Floats({2}, {7, 8});
+  for (int64_t out_axis : {0, 1, -1, -2}) {
+    auto out = MustCreate(ScanSum(1, 0, out_axis, 0)).Run({init, x}).value();
+    EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{7, 8}));
+    const bool first = out_axis == 0 || out_axis == -2;
+    EXPECT_EQ(ShapeOf(out[1]), first ? (std::vector<int64_t>{0, 2}) : (std::vector<int64_t>{2, 0}))
+        << out_axis;
+  }
+  auto bad = MustCreate(ScanSum(1, 0, 2, 0)).Run({init, x});
+  EXPECT_STATUS(bad, StatusCode::kInvalidArgument, "outside the output's rank 2");
+}
+
 // Scan-8 over x: float[batch, 3, 2] with state init: float[batch, 2]; the body adds each item
 // to the state and also emits the running sum as a scan output. `reverse` scans backwards.
 onnx::ModelProto Scan8RunningSum(bool reverse) {
@@ -861,11 +883,6 @@ TEST(KernelRunnerTest, NotAndRegistryRanges) {
   EXPECT_EQ(r.Resolve("", "Add", 6), nullptr);
   EXPECT_EQ(r.Resolve("", "If", 15)->since_version, 13);
   EXPECT_EQ(r.Resolve("", "Scan", 10)->since_version, 9);
-}
-
-std::vector<int64_t> ShapeOf(const Value& v) {
-  auto s = v.tensor().shape();
-  return {s.begin(), s.end()};
 }
 
 // Found by differential testing against ONNX Runtime (tests/gen/gen_ort_differential.py).

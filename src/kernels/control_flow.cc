@@ -493,6 +493,9 @@ struct ScanPlan {
   size_t scan_outputs = 0;
   std::vector<int64_t> input_axes, input_directions, output_axes, output_directions;
   std::vector<ElementType> output_elements;
+  // Per scan output, the body output's shape when its rank is known (unknown dims 0): what a
+  // scan over a zero-length axis stacks nothing into.
+  std::vector<std::optional<std::vector<int64_t>>> empty_shapes;
 };
 
 Result<std::vector<int64_t>> IntsAttribute(const NodeDef& node, const std::string& name,
@@ -590,7 +593,14 @@ Result<ScanPlan> PlanScan(const NodeContext& ctx, int version) {
                               outs.size()));
   }
   for (size_t k = 0; k < plan.scan_outputs; ++k) {
-    plan.output_elements.push_back(outs[plan.states + k].element_type());
+    const Type& t = outs[plan.states + k];
+    plan.output_elements.push_back(t.element_type());
+    std::optional<std::vector<int64_t>> empty;
+    if (t.is_tensor() && t.shape()) {
+      empty.emplace();
+      for (const Dim& d : *t.shape()) empty->push_back(d.value.value_or(0));
+    }
+    plan.empty_shapes.push_back(std::move(empty));
   }
   if (version == 8) {
     plan.output_axes.assign(plan.scan_outputs, 0);
@@ -756,8 +766,16 @@ class ScanKernel final : public Kernel {
       // Prepending (direction 1) is appending then reversing.
       if (plan_.output_directions[k] == 1) std::reverse(scans[k].begin(), scans[k].end());
       int64_t axis = plan_.output_axes[k];
-      const int64_t rank =
-          scans[k].empty() ? 0 : static_cast<int64_t>(scans[k][0].tensor().rank()) + 1;
+      // A zero-length scan (the spec is silent; ONNX Runtime 1.30 fails it) stacks nothing into
+      // the body output's shape (as planned, unknown dims 0) with 0 at the axis; [0] when the
+      // rank is unknown.
+      const auto& empty = plan_.empty_shapes[k];
+      const std::vector<int64_t> no_dims;
+      const std::vector<int64_t>& empty_shape =
+          scans[k].empty() && empty ? *empty : no_dims;
+      const int64_t rank = scans[k].empty()
+                               ? (empty ? static_cast<int64_t>(empty->size()) + 1 : 0)
+                               : static_cast<int64_t>(scans[k][0].tensor().rank()) + 1;
       if (axis < -rank || (rank > 0 && axis >= rank)) {
         return Status(StatusCode::kInvalidArgument,
                       fmt::format("scan_output_axes[{}] = {} is outside the output's rank {}", k,
@@ -765,7 +783,7 @@ class ScanKernel final : public Kernel {
       }
       if (axis < 0) axis += rank;
       IDEM_ASSIGN_OR_RETURN(Value v, tensor_util::Stack(ctx, plan_.output_elements[k], scans[k],
-                                                        {}, axis));
+                                                        empty_shape, axis));
       results.push_back(std::move(v));
     }
     return {};
