@@ -170,7 +170,8 @@ def is_input(b, name):
     these wrong: a Loop's iteration number as a scan output reads [2, 2] instead of [0, 1], a
     Scan element as a scan output reads zeros, a string Scan state passed through reads empty
     strings. The generator copies such outputs first (and always copies a sequence a Loop passes
-    through); idem follows the spec there (tests/control_flow_test.cc, BodyOutputIsBodyInput*)."""
+    through); idem follows the spec there (tests/control_flow_test.cc,
+    LoopTest.IterationNumberReturnedStraightAsAScanOutputIsEachIterations)."""
     return name in [n for n, _ in b.inputs]
 
 
@@ -417,7 +418,8 @@ class Gen:
         self.const(g, self.pick(self.elem_types()), self.random_shape())
 
     def op_add(self, g):
-        hit = self.find(g, lambda v: v.kind == "t" and self.add_ok(v.elem, g) and v.shape is not None)
+        hit = self.find(g, lambda v: v.kind == "t" and self.add_ok(v.elem, g)
+                        and v.shape is not None)
         if not hit:
             return
         a, va = hit
