@@ -23,13 +23,14 @@ fi
 
 BUILD_DIR=${BUILD_DIR:-build}
 # Optional (IDEM_ORT=1): ONNX Runtime's Node.js package from the npm registry, for the
-# optimize_ort test stage (original vs `idem optimize`d model, outputs bit for bit). Without it
-# that test is reported as skipped.
+# optimize_ort test stage (original vs `idem optimize`d model, outputs bit for bit) and the live
+# differential stage ort_differential_live (tests/gen/gen_ort_differential.py). Without it those
+# tests are reported as skipped. Pinned: the generator steers around 1.30's known divergences.
 if [ "${IDEM_ORT:-0}" = 1 ] && [ ! -d "$BUILD_DIR/ort/node_modules/onnxruntime-node" ]; then
   command -v npm >/dev/null || { SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null; }
   mkdir -p "$BUILD_DIR/ort"
-  (cd "$BUILD_DIR/ort" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node)
+  (cd "$BUILD_DIR/ort" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@1.30.0)
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

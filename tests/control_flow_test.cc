@@ -58,6 +58,11 @@ std::vector<float> FloatsOf(const Value& v) {
   return {s.begin(), s.end()};
 }
 
+std::vector<int64_t> ShapeOf(const Value& v) {
+  auto s = v.tensor().shape();
+  return {s.begin(), s.end()};
+}
+
 // x: float[3], c: bool -> If(c; then: Identity(x), else: Identity(y)) -> out
 onnx::ModelProto IfOuterIdentity(int opset = 16) {
   onnx::ModelProto m = EmptyModel(opset, 8);
@@ -485,25 +490,6 @@ TEST(ScanTest, DirectionsAreZeroOrOne) {
   }
 }
 
-// A zero-length scan axis: no iteration, the states come back unchanged and each scan output is
-// empty with the body's declared element shape on the other axes ([0, 2] stacked on axis 0,
-// [2, 0] on axis 1; the latter used to fail with "stacking axis 1 is out of range").
-TEST(ScanTest, ZeroIterationsKeepTheDeclaredElementShape) {
-  Value init = Floats({2}, {1, 2});
-  Value x = Floats({2, 0}, {});
-  for (int64_t out_axis : {0, 1, -1}) {
-    auto out = MustCreate(ScanSum(1, 0, out_axis, 0)).Run({init, x});
-    ASSERT_TRUE(out.ok()) << out_axis << ": " << out.status().message();
-    EXPECT_EQ(FloatsOf((*out)[0]), (std::vector<float>{1, 2}));
-    const auto shape = (*out)[1].tensor().shape();
-    EXPECT_EQ(std::vector<int64_t>(shape.begin(), shape.end()),
-              out_axis == 0 ? (std::vector<int64_t>{0, 2}) : (std::vector<int64_t>{2, 0}))
-        << out_axis;
-  }
-  auto bad = MustCreate(ScanSum(1, 0, 2, 0)).Run({init, x});
-  EXPECT_STATUS(bad, StatusCode::kInvalidArgument, "scan_output_axes[0] = 2 is outside");
-}
-
 // Scan over axis 1 of x: [2^62, 1, 0] (an empty tensor), each slice [2^62, 0] stacked back along
 // axis 1. Slicing and stacking once looped over the 2^62 rows before axis 1 copying nothing, so
 // the run never ended; an empty result must cost what it holds.
@@ -538,6 +524,23 @@ TEST(ScanTest, EmptySlicesWithHugeLeadingDimsAreNotLoopedOver) {
                                    (*out)[0].tensor().shape().end()),
               (std::vector<int64_t>{huge, 1, 0}));
   }
+}
+
+TEST(ScanTest, ZeroLengthScanStacksNothingAlongAnyOutputAxis) {
+  // x [2, 0] scanned along axis 1: no iteration. The scan output is the body output's shape
+  // ([2]) with 0 inserted at its axis (ONNX Runtime 1.30 fails such a Scan; idem used to accept
+  // only output axis 0). The state comes back unchanged.
+  Value x = Floats({2, 0}, {});
+  Value init = Floats({2}, {7, 8});
+  for (int64_t out_axis : {0, 1, -1, -2}) {
+    auto out = MustCreate(ScanSum(1, 0, out_axis, 0)).Run({init, x}).value();
+    EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{7, 8}));
+    const bool first = out_axis == 0 || out_axis == -2;
+    EXPECT_EQ(ShapeOf(out[1]), first ? (std::vector<int64_t>{0, 2}) : (std::vector<int64_t>{2, 0}))
+        << out_axis;
+  }
+  auto bad = MustCreate(ScanSum(1, 0, 2, 0)).Run({init, x});
+  EXPECT_STATUS(bad, StatusCode::kInvalidArgument, "outside the output's rank 2");
 }
 
 // Scan-8 over x: float[batch, 3, 2] with state init: float[batch, 2]; the body adds each item
@@ -934,6 +937,18 @@ TEST(KernelRunnerTest, AddRoundsFloat16AndBfloat16ToNearestEven) {
   EXPECT_FALSE(KernelRunner("Add", 7).Run({x, y}).ok());  // bfloat16 needs Add-13
 }
 
+TEST(KernelRunnerTest, Float16AddChainsRoundEveryAdd) {
+  // Found by differential testing: ONNX Runtime computes a chain of float16 Adds in float and
+  // rounds once (0x5299 here). float16 arithmetic rounds each Add: x + y = 32.99 -> 33.0
+  // (0x5020), then y + 33.0 = 52.796875, a tie between 0x5299 and 0x529A -> even: 0x529A.
+  auto x = MakeTensorOf<uint16_t>(E::kFloat16, {1}, {0x4A99});
+  auto y = MakeTensorOf<uint16_t>(E::kFloat16, {1}, {0x4CF3});
+  auto a = KernelRunner("Add", 14).Run({x, y}).value();
+  EXPECT_EQ(HalfBits(a[0], 0), 0x5020);
+  auto b = KernelRunner("Add", 14).Run({y, a[0]}).value();
+  EXPECT_EQ(HalfBits(b[0], 0), 0x529A);
+}
+
 TEST(KernelRunnerTest, SliceWithNegativeStepsAndClamping) {
   auto x = MakeTensorOf<int64_t>(E::kInt64, {5}, {0, 1, 2, 3, 4});
   auto starts = MakeTensorOf<int64_t>(E::kInt64, {1}, {-1});
@@ -1072,6 +1087,238 @@ TEST(KernelRunnerTest, NotAndRegistryRanges) {
   EXPECT_EQ(r.Resolve("", "Add", 6), nullptr);
   EXPECT_EQ(r.Resolve("", "If", 15)->since_version, 13);
   EXPECT_EQ(r.Resolve("", "Scan", 10)->since_version, 9);
+}
+
+// Found by differential testing against ONNX Runtime (tests/gen/gen_ort_differential.py).
+// M: int64 -> Loop(M; body: x_in [1] + 1 -> x_out; s_out = Identity(x_out) declared `declared`
+// (a scan output); i_out = i straight from the body's input (a scan output too)).
+onnx::ModelProto ScanOutputLoop(const onnx::TypeProto& declared) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("loop");
+  AddValueInfo(g->mutable_input(), "M", I64Scalar());
+  AddValueInfo(g->mutable_input(), "x", F32({1}));
+  AddValueInfo(g->mutable_output(), "x_final", Unshaped(E::kFloat));
+  AddValueInfo(g->mutable_output(), "stacked", Unshaped(E::kFloat));
+  AddValueInfo(g->mutable_output(), "iters", Unshaped(E::kInt64));
+  auto* loop = AddNode(g, "Loop", {"M", "", "x"}, {"x_final", "stacked", "iters"}, "loop0");
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", I64Scalar());
+  AddValueInfo(body.mutable_input(), "cond_in", BoolScalar());
+  AddValueInfo(body.mutable_input(), "x_in", F32({1}));
+  AddValueInfo(body.mutable_output(), "cond_out", BoolScalar());
+  AddValueInfo(body.mutable_output(), "x_out", F32({1}));
+  AddValueInfo(body.mutable_output(), "s_out", declared);
+  AddValueInfo(body.mutable_output(), "i", I64Scalar());
+  SetFloatsConstant(AddNode(&body, "Constant", {}, {"one"}), {1}, {1});
+  AddNode(&body, "Add", {"x_in", "one"}, {"x_out"});
+  AddNode(&body, "Identity", {"x_out"}, {"s_out"});
+  AddNode(&body, "Identity", {"cond_in"}, {"cond_out"});
+  SetGraph(loop, "body", body);
+  return m;
+}
+
+TEST(LoopTest, ZeroIterationScanOutputsTakeTheInferredElementShape) {
+  // The spec is silent on a scan output's shape after zero iterations; ONNX Runtime makes it
+  // [0] + the body output's shape as declared and refined by shape inference. A declaration
+  // without a shape, or with an unknown dim, is completed by what inference knows ([1] here).
+  onnx::TypeProto unknown_dim = F32({1});
+  unknown_dim.mutable_tensor_type()->mutable_shape()->mutable_dim(0)->clear_dim_value();
+  for (const onnx::TypeProto& declared : {Unshaped(E::kFloat), unknown_dim}) {
+    Session s = MustCreate(ScanOutputLoop(declared));
+    auto none = s.Run({I64(0), Floats({1}, {7})}).value();
+    EXPECT_EQ(FloatsOf(none[0]), (std::vector<float>{7}));
+    EXPECT_EQ(ShapeOf(none[1]), (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(ShapeOf(none[2]), (std::vector<int64_t>{0}));
+  }
+}
+
+TEST(LoopTest, ZeroIterationScanOutputsCountUnknownDimsAsZero) {
+  // The body stacks an outer value declared [N, 3] (symbolic), [?, 3] or of unknown rank: after
+  // zero iterations ONNX Runtime returns [0, 0, 3] for a known rank and [0] otherwise.
+  for (int variant = 0; variant < 3; ++variant) {
+    onnx::ModelProto m = EmptyModel(16, 8);
+    auto* g = m.mutable_graph();
+    g->set_name("loop");
+    onnx::TypeProto xt = F32({2, 3});
+    auto* d0 = xt.mutable_tensor_type()->mutable_shape()->mutable_dim(0);
+    if (variant == 0) d0->set_dim_param("N");
+    if (variant == 1) d0->clear_dim_value();
+    if (variant == 2) xt = Unshaped(E::kFloat);
+    AddValueInfo(g->mutable_input(), "M", I64Scalar());
+    AddValueInfo(g->mutable_input(), "x", xt);
+    AddValueInfo(g->mutable_output(), "stacked", Unshaped(E::kFloat));
+    auto* loop = AddNode(g, "Loop", {"M", ""}, {"stacked"}, "loop0");
+    onnx::GraphProto body;
+    body.set_name("body");
+    AddValueInfo(body.mutable_input(), "i", I64Scalar());
+    AddValueInfo(body.mutable_input(), "cond_in", BoolScalar());
+    AddValueInfo(body.mutable_output(), "cond_out", BoolScalar());
+    AddValueInfo(body.mutable_output(), "s_out", Unshaped(E::kFloat));
+    AddNode(&body, "Identity", {"cond_in"}, {"cond_out"});
+    AddNode(&body, "Identity", {"x"}, {"s_out"});
+    SetGraph(loop, "body", body);
+    Session s = MustCreate(m);
+    auto none = s.Run({I64(0), Floats({2, 3}, {1, 2, 3, 4, 5, 6})}).value();
+    EXPECT_EQ(ShapeOf(none[0]),
+              variant == 2 ? (std::vector<int64_t>{0}) : (std::vector<int64_t>{0, 0, 3}))
+        << "variant " << variant;
+    auto two = s.Run({I64(2), Floats({2, 3}, {1, 2, 3, 4, 5, 6})}).value();
+    EXPECT_EQ(ShapeOf(two[0]), (std::vector<int64_t>{2, 2, 3}));
+  }
+}
+
+TEST(LoopTest, ZeroIterationScanOutputsUseDeclaredShapesOfIntermediates) {
+  // t = x + 1 with x of unknown rank: inference knows nothing, but the body's value_info (or
+  // its graph output) declares t [2, 3], and s_out = Identity(t) inherits that, as in ONNX's
+  // shape inference: [0, 2, 3] after zero iterations (ONNX Runtime's answer), not [0].
+  for (bool as_output : {false, true}) {
+    onnx::ModelProto m = EmptyModel(16, 8);
+    auto* g = m.mutable_graph();
+    g->set_name("loop");
+    AddValueInfo(g->mutable_input(), "M", I64Scalar());
+    AddValueInfo(g->mutable_input(), "x", Unshaped(E::kFloat));
+    AddValueInfo(g->mutable_output(), "stacked", Unshaped(E::kFloat));
+    std::vector<std::string> outs = {"stacked"};
+    if (as_output) {
+      AddValueInfo(g->mutable_output(), "t_stacked", Unshaped(E::kFloat));
+      outs.push_back("t_stacked");
+    }
+    auto* loop = AddNode(g, "Loop", {"M", ""}, outs, "loop0");
+    onnx::GraphProto body;
+    body.set_name("body");
+    AddValueInfo(body.mutable_input(), "i", I64Scalar());
+    AddValueInfo(body.mutable_input(), "cond_in", BoolScalar());
+    AddValueInfo(body.mutable_output(), "cond_out", BoolScalar());
+    AddValueInfo(body.mutable_output(), "s_out", Unshaped(E::kFloat));
+    if (as_output) {
+      AddValueInfo(body.mutable_output(), "t", F32({2, 3}));
+    } else {
+      AddValueInfo(body.mutable_value_info(), "t", F32({2, 3}));
+    }
+    SetFloatsConstant(AddNode(&body, "Constant", {}, {"one"}), {1}, {1});
+    AddNode(&body, "Identity", {"cond_in"}, {"cond_out"});
+    AddNode(&body, "Add", {"x", "one"}, {"t"});
+    AddNode(&body, "Identity", {"t"}, {"s_out"});
+    SetGraph(loop, "body", body);
+    Session s = MustCreate(m);
+    auto none = s.Run({I64(0), Floats({2, 3}, {1, 2, 3, 4, 5, 6})}).value();
+    EXPECT_EQ(ShapeOf(none[0]), (std::vector<int64_t>{0, 2, 3})) << as_output;
+    auto one = s.Run({I64(1), Floats({2, 3}, {1, 2, 3, 4, 5, 6})}).value();
+    EXPECT_EQ(FloatsOf(one[0]), (std::vector<float>{2, 3, 4, 5, 6, 7}));
+  }
+}
+
+TEST(LoopTest, ZeroIterationScanOutputsKnowTheShapesOfScanResults) {
+  // The Loop body stacks a Scan's final state ([1]) and its scan output (x [3, 2] scanned
+  // along axis 1, elements [3], stacked at output axis 1: [3, 2]); nothing declares them, so
+  // their shapes come from Scan's type inference: [0, 1] and [0, 3, 2] after zero iterations.
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("loop");
+  AddValueInfo(g->mutable_input(), "M", I64Scalar());
+  AddValueInfo(g->mutable_input(), "x", F32({3, 2}));
+  AddValueInfo(g->mutable_input(), "init", F32({1}));
+  AddValueInfo(g->mutable_output(), "states", Unshaped(E::kFloat));
+  AddValueInfo(g->mutable_output(), "scans", Unshaped(E::kFloat));
+  auto* loop = AddNode(g, "Loop", {"M", ""}, {"states", "scans"}, "loop0");
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", I64Scalar());
+  AddValueInfo(body.mutable_input(), "cond_in", BoolScalar());
+  AddValueInfo(body.mutable_output(), "cond_out", BoolScalar());
+  body.add_output()->set_name("st_out");
+  body.add_output()->set_name("sc_out");
+  AddNode(&body, "Identity", {"cond_in"}, {"cond_out"});
+  auto* scan = AddNode(&body, "Scan", {"init", "x"}, {"st", "sc"}, "scan0");
+  auto* a = scan->add_attribute();
+  a->set_name("num_scan_inputs");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(1);
+  for (const char* name : {"scan_input_axes", "scan_output_axes"}) {
+    a = scan->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(1);
+  }
+  onnx::GraphProto sb;
+  sb.set_name("scan_body");
+  AddValueInfo(sb.mutable_input(), "acc", F32({1}));
+  AddValueInfo(sb.mutable_input(), "e", Unshaped(E::kFloat));
+  AddValueInfo(sb.mutable_output(), "acc_out", Unshaped(E::kFloat));
+  AddValueInfo(sb.mutable_output(), "e_out", Unshaped(E::kFloat));
+  AddNode(&sb, "Identity", {"acc"}, {"acc_out"});
+  AddNode(&sb, "Identity", {"e"}, {"e_out"});
+  SetGraph(scan, "body", sb);
+  AddNode(&body, "Identity", {"st"}, {"st_out"});
+  AddNode(&body, "Identity", {"sc"}, {"sc_out"});
+  SetGraph(loop, "body", body);
+  Session s = MustCreate(m);
+  auto none = s.Run({I64(0), Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Floats({1}, {0})}).value();
+  EXPECT_EQ(ShapeOf(none[0]), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(ShapeOf(none[1]), (std::vector<int64_t>{0, 3, 2}));
+  auto one = s.Run({I64(1), Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Floats({1}, {0})}).value();
+  EXPECT_EQ(ShapeOf(one[1]), (std::vector<int64_t>{1, 3, 2}));
+  EXPECT_EQ(FloatsOf(one[1]), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(LoopTest, ZeroIterationScanOutputsKnowShapeAndUnsqueezeResults) {
+  // Opset 11: the body stacks Unsqueeze(x, axes=[0, -1]) ([1, 2, 3, 1]) and Shape(x) ([2]) of
+  // an outer x [2, 3]: [0, 1, 2, 3, 1] and [0, 2] after zero iterations, as ONNX Runtime.
+  onnx::ModelProto m = EmptyModel(11, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("loop");
+  AddValueInfo(g->mutable_input(), "M", I64Scalar());
+  AddValueInfo(g->mutable_input(), "x", F32({2, 3}));
+  AddValueInfo(g->mutable_output(), "u", Unshaped(E::kFloat));
+  AddValueInfo(g->mutable_output(), "sh", Unshaped(E::kInt64));
+  auto* loop = AddNode(g, "Loop", {"M", ""}, {"u", "sh"}, "loop0");
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", I64Scalar());
+  AddValueInfo(body.mutable_input(), "cond_in", BoolScalar());
+  AddValueInfo(body.mutable_output(), "cond_out", BoolScalar());
+  body.add_output()->set_name("u_out");
+  body.add_output()->set_name("sh_out");
+  AddNode(&body, "Identity", {"cond_in"}, {"cond_out"});
+  auto* unsq = AddNode(&body, "Unsqueeze", {"x"}, {"u_out"});
+  auto* a = unsq->add_attribute();
+  a->set_name("axes");
+  a->set_type(onnx::AttributeProto::INTS);
+  a->add_ints(0);
+  a->add_ints(-1);
+  AddNode(&body, "Shape", {"x"}, {"sh_out"});
+  SetGraph(loop, "body", body);
+  Session s = MustCreate(m);
+  auto none = s.Run({I64(0), Floats({2, 3}, {1, 2, 3, 4, 5, 6})}).value();
+  EXPECT_EQ(ShapeOf(none[0]), (std::vector<int64_t>{0, 1, 2, 3, 1}));
+  EXPECT_EQ(ShapeOf(none[1]), (std::vector<int64_t>{0, 2}));
+  auto two = s.Run({I64(2), Floats({2, 3}, {1, 2, 3, 4, 5, 6})}).value();
+  EXPECT_EQ(ShapeOf(two[0]), (std::vector<int64_t>{2, 1, 2, 3, 1}));
+  EXPECT_EQ(Ints(two[1]), (std::vector<int64_t>{2, 3, 2, 3}));
+}
+
+TEST(LoopTest, IterationNumberReturnedStraightAsAScanOutputIsEachIterations) {
+  // The body returns its input `i` itself as a scan output. The spec: the stacked iteration
+  // numbers. (ONNX Runtime 1.30 returns the final counter for every entry: [3, 3, 3].)
+  Session s = MustCreate(ScanOutputLoop(F32({1})));
+  auto out = s.Run({I64(3), Floats({1}, {0})}).value();
+  EXPECT_EQ(Ints(out[2]), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(FloatsOf(out[1]), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(KernelRunnerTest, SliceEndInt64MaxWithANegativeStepIsClamped) {
+  // The spec clamps an end to [-1, dim-1] for negative steps, so INT64_MAX means dim-1 and a
+  // start at dim-1 takes nothing. (ONNX Runtime reads INT32_MAX/INT64_MAX as "through the first
+  // element" and returns [4, 3, 2, 1, 0]; idem follows the spec.)
+  auto x = MakeTensorOf<int64_t>(E::kInt64, {5}, {0, 1, 2, 3, 4});
+  auto starts = MakeTensorOf<int64_t>(E::kInt64, {1}, {4});
+  auto ends = MakeTensorOf<int64_t>(E::kInt64, {1}, {INT64_MAX});
+  auto axes = MakeTensorOf<int64_t>(E::kInt64, {1}, {0});
+  auto steps = MakeTensorOf<int64_t>(E::kInt64, {1}, {-1});
+  auto out = KernelRunner("Slice", 13).Run({x, starts, ends, axes, steps}).value();
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{0}));
 }
 
 }  // namespace

@@ -212,18 +212,6 @@ KernelSchema IfSchema(int version) {
   return s;
 }
 
-// The element shape a stacked output takes after zero iterations: the body's declared shape when
-// every dim is known, else [] (the result is then [0], as in ONNX Runtime's Loop).
-std::vector<int64_t> KnownShapeOrScalar(const Type& t) {
-  std::vector<int64_t> shape;
-  if (!t.shape()) return shape;
-  for (const Dim& d : *t.shape()) {
-    if (!d.value) return {};
-    shape.push_back(*d.value);
-  }
-  return shape;
-}
-
 // ---- Loop -------------------------------------------------------------------------------------
 
 struct LoopPlan {
@@ -251,7 +239,12 @@ Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
   plan.carried = ctx.inputs.size() >= 2 ? ctx.inputs.size() - 2 : 0;
   std::vector<Type> body_inputs = {Type::Tensor(ElementType::kInt64, std::vector<Dim>{}),
                                    Type::Tensor(ElementType::kBool, std::vector<Dim>{})};
-  for (size_t j = 0; j < plan.carried; ++j) body_inputs.push_back(*ctx.inputs[2 + j]);
+  // Carried tensors may change shape from one iteration to the next: the body sees them
+  // without a shape (as ONNX's Loop inference passes them), unless it declares one.
+  for (size_t j = 0; j < plan.carried; ++j) {
+    const Type& t = *ctx.inputs[2 + j];
+    body_inputs.push_back(t.is_tensor() ? Type::Tensor(t.element_type()) : t);
+  }
   if (body->inputs.size() != body_inputs.size()) {
     return Status(StatusCode::kInvalidModel,
                   fmt::format("the body has {} inputs; a Loop with {} carried values needs {} "
@@ -303,7 +296,14 @@ Result<LoopPlan> PlanLoop(const NodeContext& ctx) {
                                 k, t.ToString()));
     }
     plan.scan_elements.push_back(t.element_type());
-    plan.scan_empty_shapes.push_back(KnownShapeOrScalar(t));
+    // Zero iterations: the spec is silent; ONNX Runtime stacks nothing into [0, dims...] with
+    // the body output's shape (declared, completed by inference), an unknown or symbolic dim
+    // counting 0, and into [0] when the rank is unknown. So does idem.
+    std::vector<int64_t> shape;
+    if (t.shape()) {
+      for (const Dim& d : *t.shape()) shape.push_back(d.value.value_or(0));
+    }
+    plan.scan_empty_shapes.push_back(std::move(shape));
   }
   if (plan.body.passthrough && plan.scans == 0 && !plan.any_wrap) {
     const auto& feeds = plan.body.output_feeds;  // 0 iteration, 1 condition, 2.. carried
@@ -402,8 +402,9 @@ class LoopKernel final : public Kernel {
       }
       const size_t k = o - n;
       // Scan outputs: the per-iteration values stacked along a new first axis. After zero
-      // iterations the result has shape [0, ...] with the body's declared element shape when
-      // fully known, else [0] (ONNX Runtime does the same).
+      // iterations the result has shape [0, ...] with the body output's element shape
+      // (declared, completed by inference: the planner's RefineDeclared; unknown dims 0), or [0]
+      // when its rank is unknown (ONNX Runtime does the same).
       auto stacked = tensor_util::Stack(ctx, plan_.scan_elements[k], scans[k],
                                         plan_.scan_empty_shapes[k], 0);
       if (!stacked.ok()) {
@@ -492,7 +493,9 @@ struct ScanPlan {
   size_t scan_outputs = 0;
   std::vector<int64_t> input_axes, input_directions, output_axes, output_directions;
   std::vector<ElementType> output_elements;
-  std::vector<std::vector<int64_t>> output_empty_shapes;  // element shape for zero iterations
+  // Per scan output, the body output's shape when its rank is known (unknown dims 0): what a
+  // scan over a zero-length axis stacks nothing into.
+  std::vector<std::optional<std::vector<int64_t>>> empty_shapes;
 };
 
 Result<std::vector<int64_t>> IntsAttribute(const NodeDef& node, const std::string& name,
@@ -606,8 +609,14 @@ Result<ScanPlan> PlanScan(const NodeContext& ctx, int version) {
                               outs.size()));
   }
   for (size_t k = 0; k < plan.scan_outputs; ++k) {
-    plan.output_elements.push_back(outs[plan.states + k].element_type());
-    plan.output_empty_shapes.push_back(KnownShapeOrScalar(outs[plan.states + k]));
+    const Type& t = outs[plan.states + k];
+    plan.output_elements.push_back(t.element_type());
+    std::optional<std::vector<int64_t>> empty;
+    if (t.is_tensor() && t.shape()) {
+      empty.emplace();
+      for (const Dim& d : *t.shape()) empty->push_back(d.value.value_or(0));
+    }
+    plan.empty_shapes.push_back(std::move(empty));
   }
   if (version == 8) {
     plan.output_axes.assign(plan.scan_outputs, 0);
@@ -780,19 +789,23 @@ class ScanKernel final : public Kernel {
       }
       // Prepending (direction 1) is appending then reversing.
       if (plan_.output_directions[k] == 1) std::reverse(scans[k].begin(), scans[k].end());
-      // After zero iterations the element shape is the body's declared one (when fully known),
-      // so a zero-length scan gives [0, 3] (axis 0) or [3, 0] (axis 1) like any other length.
-      const std::vector<int64_t>& empty_shape = plan_.output_empty_shapes[k];
       int64_t axis = plan_.output_axes[k];
-      const int64_t rank =
-          static_cast<int64_t>(scans[k].empty() ? empty_shape.size() : scans[k][0].tensor().rank()) +
-          1;
-      if (axis < -rank || axis >= rank) {
+      // A zero-length scan (the spec is silent; ONNX Runtime 1.30 fails it) stacks nothing into
+      // the body output's shape (as planned, unknown dims 0) with 0 at the axis; [0] when the
+      // rank is unknown.
+      const auto& empty = plan_.empty_shapes[k];
+      const std::vector<int64_t> no_dims;
+      const std::vector<int64_t>& empty_shape =
+          scans[k].empty() && empty ? *empty : no_dims;
+      const int64_t rank = scans[k].empty()
+                               ? (empty ? static_cast<int64_t>(empty->size()) + 1 : 0)
+                               : static_cast<int64_t>(scans[k][0].tensor().rank()) + 1;
+      if (axis < -rank || (rank > 0 && axis >= rank)) {
         return Status(StatusCode::kInvalidArgument,
                       fmt::format("scan_output_axes[{}] = {} is outside the output's rank {}{}", k,
                                   axis, rank,
                                   scans[k].empty() ? " (zero iterations; the body does not declare "
-                                                     "this output's full shape)"
+                                                     "this output's rank)"
                                                    : ""));
       }
       if (axis < 0) axis += rank;
@@ -827,11 +840,44 @@ KernelSchema ScanSchema(int version) {
     IDEM_ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(ctx, version));
     std::vector<Type> types;
     const size_t first = version == 8 ? 1 : 0;
-    for (size_t j = 0; j < plan.states; ++j) {
-      types.push_back(Type::Tensor(ctx.inputs[first + j]->element_type()));
+    const auto& outs = plan.body.output_types;
+    if (version == 8) {
+      for (size_t j = 0; j < plan.states; ++j) {
+        types.push_back(Type::Tensor(ctx.inputs[first + j]->element_type()));
+      }
+      for (size_t k = 0; k < plan.scan_outputs; ++k) {
+        types.push_back(Type::Tensor(plan.output_elements[k]));
+      }
+      return types;
     }
+    // Scan-9+: shapes as ONNX's shape inference gives them (what a zero-iteration Loop that
+    // stacks them sizes its output by): a state is the body's output; a scan output is the
+    // body's output with the sequence length (the first scan input's axis, where known)
+    // inserted at its output axis.
+    Dim length;
+    for (size_t j = 0; j < plan.scan_inputs && !length.value; ++j) {
+      const Type& t = *ctx.inputs[first + plan.states + j];
+      if (!t.shape()) continue;
+      const int64_t rank = static_cast<int64_t>(t.shape()->size());
+      const int64_t axis = plan.input_axes[j] < 0 ? plan.input_axes[j] + rank : plan.input_axes[j];
+      if (axis >= 0 && axis < rank) length = (*t.shape())[static_cast<size_t>(axis)];
+    }
+    for (size_t j = 0; j < plan.states; ++j) types.push_back(outs[j]);
     for (size_t k = 0; k < plan.scan_outputs; ++k) {
-      types.push_back(Type::Tensor(plan.output_elements[k]));
+      const Type& t = outs[plan.states + k];
+      if (!t.shape()) {
+        types.push_back(Type::Tensor(t.element_type()));
+        continue;
+      }
+      std::vector<Dim> dims = *t.shape();
+      const int64_t rank = static_cast<int64_t>(dims.size()) + 1;
+      int64_t axis = plan.output_axes[k] < 0 ? plan.output_axes[k] + rank : plan.output_axes[k];
+      if (axis < 0 || axis >= rank) {
+        types.push_back(Type::Tensor(t.element_type()));
+        continue;
+      }
+      dims.insert(dims.begin() + axis, length);
+      types.push_back(Type::Tensor(t.element_type(), std::move(dims)));
     }
     return types;
   };

@@ -51,8 +51,25 @@ KernelSchema ShapeSchema(int version) {
   s.constraints = {{"T", TensorTypes(tensor_util::AllElementsAt(version, 13))},
                    {"T1", {Type::Tensor(ElementType::kInt64)}}};
   if (version >= 15) s.attributes = {"start", "end"};
-  s.infer = [](const NodeContext&) -> Result<std::vector<Type>> {
-    return std::vector<Type>{Type::Tensor(ElementType::kInt64, std::vector<Dim>{Dim{}})};
+  s.infer = [version](const NodeContext& ctx) -> Result<std::vector<Type>> {
+    // The length is known when the input's rank is (ONNX's inference does the same; only a
+    // zero-iteration Loop's scan output shapes depend on it).
+    Dim length;
+    const Type& in = *ctx.inputs[0];
+    if (in.shape()) {
+      const auto rank = static_cast<int64_t>(in.shape()->size());
+      auto clamp = [rank](int64_t axis) {
+        if (axis < 0) axis += rank;
+        return std::clamp<int64_t>(axis, 0, rank);
+      };
+      int64_t start = 0, end = rank;
+      if (version >= 15) {
+        IDEM_ASSIGN_OR_RETURN(start, GetIntAttribute(ctx.node, "start", 0));
+        IDEM_ASSIGN_OR_RETURN(end, GetIntAttribute(ctx.node, "end", rank));
+      }
+      length.value = std::max<int64_t>(clamp(end) - clamp(start), 0);
+    }
+    return std::vector<Type>{Type::Tensor(ElementType::kInt64, std::vector<Dim>{length})};
   };
   s.create = [](const NodeContext& ctx) -> Result<std::unique_ptr<Kernel>> {
     IDEM_ASSIGN_OR_RETURN(int64_t start, GetIntAttribute(ctx.node, "start", 0));
@@ -134,8 +151,33 @@ KernelSchema UnsqueezeSchema(int version) {
   s.constraints = {{"T", TensorTypes(tensor_util::AllElementsAt(version, 13))},
                    {"tensor(int64)", {Type::Tensor(ElementType::kInt64)}}};
   if (version < 13) s.attributes = {"axes"};
-  s.infer = [](const NodeContext& ctx) -> Result<std::vector<Type>> {
-    return std::vector<Type>{Type::Tensor(ctx.inputs[0]->element_type())};
+  s.infer = [version](const NodeContext& ctx) -> Result<std::vector<Type>> {
+    // Unsqueeze-1/11 (axes attribute) on an input of known rank: the output's dims, as ONNX's
+    // inference gives them (axes that are an input, 13+, are not known while planning).
+    const Type& in = *ctx.inputs[0];
+    const Attribute* a = ctx.node.FindAttribute("axes");
+    if (version < 13 && in.shape() && a != nullptr && a->kind == Attribute::Kind::kInts) {
+      const auto rank = static_cast<int64_t>(in.shape()->size() + a->ints.size());
+      std::vector<uint8_t> inserted(static_cast<size_t>(rank), 0);
+      bool valid = true;
+      for (int64_t axis : a->ints) {
+        if (axis < 0) axis += rank;
+        if (axis < 0 || axis >= rank || inserted[static_cast<size_t>(axis)]) {
+          valid = false;  // the kernel's creation reports it
+          break;
+        }
+        inserted[static_cast<size_t>(axis)] = 1;
+      }
+      if (valid) {
+        std::vector<Dim> dims;
+        size_t next = 0;
+        for (int64_t i = 0; i < rank; ++i) {
+          dims.push_back(inserted[static_cast<size_t>(i)] ? Dim{1, {}} : (*in.shape())[next++]);
+        }
+        return std::vector<Type>{Type::Tensor(in.element_type(), std::move(dims))};
+      }
+    }
+    return std::vector<Type>{Type::Tensor(in.element_type())};
   };
   s.create = [version](const NodeContext& ctx) -> Result<std::unique_ptr<Kernel>> {
     if (version >= 13) return MakeKernel<UnsqueezeKernel>(std::nullopt);

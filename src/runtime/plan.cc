@@ -28,6 +28,22 @@ bool HasDefinedElements(const Type& type) {
   return HasDefinedElements(type.element());
 }
 
+// A tensor type completed by a compatible one: a missing shape, or a dim unknown or symbolic,
+// takes what `inferred` knows (ONNX shape inference merges declared and inferred types the same
+// way). The spec is silent on a zero-iteration Loop's scan outputs; ONNX Runtime sizes them
+// [0, ...] from this merged shape (tests/data/ort-differential), so idem does too.
+Type RefineDeclared(const Type& declared, const Type& inferred) {
+  if (!declared.is_tensor() || !inferred.is_tensor() || !inferred.shape()) return declared;
+  if (!declared.shape()) return Type::Tensor(declared.element_type(), inferred.shape());
+  std::vector<Dim> dims = *declared.shape();
+  const std::vector<Dim>& known = *inferred.shape();
+  if (dims.size() != known.size()) return declared;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!dims[i].value && known[i].value) dims[i] = known[i];
+  }
+  return Type::Tensor(declared.element_type(), std::move(dims));
+}
+
 std::string KindsAccepted(const TypeConstraint& c) {
   bool tensor = false, seq = false, opt = false;
   for (const Type& t : c.allowed) {
@@ -286,6 +302,11 @@ class GraphPlanner {
                                      formal_types[k].ToString()));
         }
         if (typed && !HasDefinedElements(input.type)) type = formal_types[k];
+        // What the owner knows completes the declaration (ONNX's subgraph inference merges
+        // them the same way; a Loop passes its carried tensors without shapes, as ONNX does).
+        if (typed && type.CompatibleWith(formal_types[k])) {
+          type = RefineDeclared(type, formal_types[k]);
+        }
         initializers.erase(input.name);
         const int32_t slot = plan.computed_count++;
         plan.feeds.push_back({input.name, type});
@@ -576,9 +597,9 @@ class GraphPlanner {
       }
       // Declared types carry shapes the inferred ones may lack; untyped outputs take the
       // inferred type.
-      plan.outputs.push_back({output.name, typed && HasDefinedElements(output.type)
-                                               ? output.type
-                                               : slot->type});
+      Type type = typed && HasDefinedElements(output.type) ? output.type : slot->type;
+      if (plan.is_subgraph) type = RefineDeclared(type, slot->type);
+      plan.outputs.push_back({output.name, std::move(type)});
       plan.output_refs.push_back(slot->ref);
     }
     if (plan.outputs.empty()) return Invalid("the graph has no outputs");
@@ -770,6 +791,13 @@ Status GraphPlanner::PlanNode(size_t n) {
   auto inferred = schema.infer(context);
   if (!inferred.ok()) return std::move(inferred).take_status().WithContext(label);
   IDEM_RETURN_IF_ERROR(CheckOutputTypes(node, schema, label, *inferred, bound));
+  // A declared output (value_info or graph output; compatible, as just checked) completes what
+  // inference left unknown, as ONNX's shape inference merges them; only a zero-iteration Loop's
+  // scan output shapes depend on it (see RefineDeclared).
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    auto d = node.outputs[o].empty() ? declared_.end() : declared_.find(node.outputs[o]);
+    if (d != declared_.end()) (*inferred)[o] = RefineDeclared((*inferred)[o], d->second);
+  }
 
   // Identity elimination: the output is the input's reference (keyed on the schema's contract,
   // not the operator's name).
