@@ -83,7 +83,15 @@ namespace {
 // interchangeable); a thread's list is freed when the thread exits, and blocks freed after that
 // go straight back to the heap. At most 64 x 128 bytes = 8 KiB stay cached per thread.
 // Sanitizer builds use the heap directly, so use-after-free of a Value stays detectable.
+// GCC defines __SANITIZE_*__; clang (14) only answers __has_feature.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define IDEM_SANITIZED_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define IDEM_SANITIZED_BUILD 1
+#endif
+#endif
+#ifdef IDEM_SANITIZED_BUILD
 constexpr bool kCacheNodes = false;
 #else
 constexpr bool kCacheNodes = true;
@@ -113,7 +121,7 @@ struct NodeCacheReaper {
     while (c.head != nullptr) {
       FreeBlock* b = c.head;
       c.head = b->next;
-      ::operator delete(b, kNodeBlockBytes);
+      ::operator delete(b);  // unsized: clang does not enable sized deallocation by default
     }
     c.count = 0;
   }
@@ -145,7 +153,7 @@ void FreeNodeBlock(void* p) {
       return;
     }
   }
-  ::operator delete(p, kNodeBlockBytes);
+  ::operator delete(p);  // unsized: clang does not enable sized deallocation by default
 }
 
 // What allocate_shared uses for a Value's node and control block: fixed-size blocks from the
