@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -171,6 +172,28 @@ void CompareOutputs(const std::vector<Value>& a, const std::vector<Value>& b,
   }
 }
 
+// The fuzzer's process is limited to 2 GiB of RSS and 60 s per input, while a model may ask for
+// a Loop of 2^62 iterations or stack gigabytes: every session here runs under a 64 MiB run
+// budget and every run under a 0.25 s deadline. A run stopped by either says nothing about
+// correctness, so the comparisons skip it.
+SessionOptions HarnessSessionOptions(bool eliminate_identity = true) {
+  SessionOptions options;
+  options.eliminate_identity = eliminate_identity;
+  options.limits.max_run_bytes = uint64_t{64} << 20;
+  return options;
+}
+
+RunOptions HarnessRunOptions() {
+  RunOptions options;
+  options.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+  return options;
+}
+
+bool StoppedByLimits(const Status& status) {
+  return status.code() == StatusCode::kDeadlineExceeded ||
+         status.code() == StatusCode::kResourceExhausted;
+}
+
 void ExerciseSession(const Session& session, const Session* reference) {
   (void)session.Describe();
   for (int variant = 0; variant < 3; ++variant) {
@@ -188,9 +211,11 @@ void ExerciseSession(const Session& session, const Session* reference) {
     }
     if (!complete) continue;
     const std::string where = "variant " + std::to_string(variant);
-    auto outputs = session.Run(feeds);
+    auto outputs = session.Run(feeds, HarnessRunOptions());
+    if (!outputs.ok() && StoppedByLimits(outputs.status())) continue;
     if (reference != nullptr) {
-      auto ref = reference->Run(feeds);
+      auto ref = reference->Run(feeds, HarnessRunOptions());
+      if (!ref.ok() && StoppedByLimits(ref.status())) continue;
       if (ref.ok() != outputs.ok()) {
         Die(where + ": Identity elimination changes whether Run succeeds: " +
             outputs.status().ToString() + " vs " + ref.status().ToString());
@@ -208,7 +233,7 @@ void ExerciseSession(const Session& session, const Session* reference) {
         }
       }
     }
-    auto by_name = session.RunNamed(named);
+    auto by_name = session.RunNamed(named, HarnessRunOptions());
     if (by_name.ok()) CompareOutputs(outputs.value(), by_name.value(), where + " (RunNamed)");
 
     // RunInto when every output is a non-string tensor.
@@ -338,7 +363,7 @@ void CheckOptimize(const uint8_t* data, size_t size, const Session* original) {
   if (!second.ok()) Die("optimize: the result fails a second pass: " + second.status().ToString());
   if (second->removed != 0 || again != out) Die("optimize: a second pass changed the result");
   if (original == nullptr) return;
-  auto optimized = Session::CreateFromBytes(result, "", {});
+  auto optimized = Session::CreateFromBytes(result, "", HarnessSessionOptions());
   if (!optimized.ok()) Die("optimize: the result does not load: " + optimized.status().ToString());
   for (int variant = 0; variant < 3; ++variant) {
     std::vector<Value> feeds;
@@ -352,8 +377,11 @@ void CheckOptimize(const uint8_t* data, size_t size, const Session* original) {
       feeds.push_back(std::move(*feed));
     }
     if (!complete) continue;
-    auto a = original->Run(feeds);
-    auto b = optimized->Run(feeds);
+    auto a = original->Run(feeds, HarnessRunOptions());
+    auto b = optimized->Run(feeds, HarnessRunOptions());
+    if ((!a.ok() && StoppedByLimits(a.status())) || (!b.ok() && StoppedByLimits(b.status()))) {
+      continue;
+    }
     if (a.ok() != b.ok()) {
       Die("optimize: changes whether Run succeeds: " + a.status().ToString() + " vs " +
           b.status().ToString());
@@ -423,11 +451,9 @@ void CheckLoaderAgreesWithProtobuf(const uint8_t* data, size_t size) {
 
 void FuzzModel(const uint8_t* data, size_t size) {
   CheckLoaderAgreesWithProtobuf(data, size);
-  SessionOptions options;
-  auto session = Session::CreateFromBytes(AsBytes(data, size), "", options);
-  SessionOptions no_elimination;
-  no_elimination.eliminate_identity = false;
-  auto reference = Session::CreateFromBytes(AsBytes(data, size), "", no_elimination);
+  auto session = Session::CreateFromBytes(AsBytes(data, size), "", HarnessSessionOptions());
+  auto reference =
+      Session::CreateFromBytes(AsBytes(data, size), "", HarnessSessionOptions(false));
   if (session.ok() != reference.ok()) {
     Die("Identity elimination changes whether the model loads: " + session.status().ToString() +
         " vs " + reference.status().ToString());
