@@ -506,7 +506,9 @@ void FuzzBackendCase(const uint8_t* data, size_t size) {
   WriteOrRemove(dir + "/test_data_set_0/input_0.pb", input);
   WriteOrRemove(dir + "/test_data_set_0/output_0.pb", output);
   const bool skip_unsupported = (data[0] ^ data[4]) & 1;
-  tools::CaseResult result = tools::RunBackendCase(dir, skip_unsupported);
+  // Bounded like every run here (see HarnessSessionOptions): a failed case is fine, a crash not.
+  tools::CaseResult result =
+      tools::RunBackendCase(dir, skip_unsupported, HarnessSessionOptions(), 0.25);
   if (result.outcome != tools::CaseResult::Outcome::kPass && result.reason.empty()) {
     Die("a failed case without a reason");
   }
