@@ -82,7 +82,10 @@ FlatPlan Flatten(const Plan& plan) {
                                   static_cast<uint32_t>(step.inputs.size()), step.first_output,
                                   step.output_count, static_cast<uint32_t>(flat.releases.size()),
                                   static_cast<uint32_t>(step.release.size()), in_place,
-                                  step.output_is_input});
+                                  step.output_is_input,
+                                  step.output_is_input && step.inputs.size() == 1 &&
+                                      step.output_count == 1 &&
+                                      step.inputs[0].source != ValueRef::Source::kNone});
     flat.step_inputs.insert(flat.step_inputs.end(), step.inputs.begin(), step.inputs.end());
     flat.releases.insert(flat.releases.end(), step.release.begin(), step.release.end());
   }
@@ -195,12 +198,16 @@ class RunState final : public RunContext {
         }
       }
       Value* outputs = computed + step.first_output;
-      Status status = step.kernel->RunWith(
-          *this, std::span<const Value* const>(inputs.data(), step.input_count),
-          std::span<Value>(outputs, static_cast<size_t>(step.output_count)));
-      if (!status.ok()) [[unlikely]] {
-        failure = std::move(status).WithContext(plan.steps[s].label);
-        break;
+      if (step.copies_input) {
+        if (!step.forward_in_place) outputs[0] = *inputs[0];
+      } else {
+        Status status = step.kernel->RunWith(
+            *this, std::span<const Value* const>(inputs.data(), step.input_count),
+            std::span<Value>(outputs, static_cast<size_t>(step.output_count)));
+        if (!status.ok()) [[unlikely]] {
+          failure = std::move(status).WithContext(plan.steps[s].label);
+          break;
+        }
       }
       if (step.aliases_input) {
         // Nothing created: a forwarded value keeps its charge under its new slot; otherwise the

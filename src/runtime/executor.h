@@ -58,6 +58,9 @@ struct FlatStep {
   // eliminate_identity is off), so it creates no bytes: the run skips its budget accounting and
   // only moves a forwarded value's byte count to the output slot.
   bool aliases_input;
+  // aliases_input with one input and one output (Identity): the run copies (or, forwarded, has
+  // already moved) the input into the output slot itself, without calling the kernel.
+  bool copies_input;
 };
 
 struct FlatPlan {
