@@ -184,11 +184,7 @@ int Check(const std::string& model_arg, const idem::SessionOptions& options) {
 // What `info` prints for a model the loader reads but idem cannot run (operators it lacks): the
 // file's structure as declared, without resolved versions or inferred types.
 std::string DescribeUnplanned(const idem::GraphDef& graph) {
-  std::string out = fmt::format("IR version {}\nopsets:", graph.ir_version);
-  for (const auto& [domain, version] : graph.opsets) {
-    out += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : Safe(domain), version);
-  }
-  out += "\n";
+  std::string out = idem::DescribeVersions(graph);
   std::set<std::string> initialized;
   for (const idem::NamedValue& init : graph.initializers) initialized.insert(init.name);
   auto type_of = [](const idem::Type& type) {

@@ -141,6 +141,8 @@ class IDEM_API Tensor {
   void SetShape(std::span<const int64_t> shape);
   void SetShape(std::vector<int64_t>&& shape);
   void DestroyDims();
+  // Moves `other`'s dims into this tensor, which holds none (rank_ == 0); `other` keeps none.
+  void TakeDims(Tensor& other) noexcept;
 
   ElementType element_type_ = ElementType::kUndefined;
   uint32_t rank_ = 0;
@@ -189,6 +191,9 @@ class IDEM_API Sequence {
   void PushBackUnchecked(const Value& value);
   void Insert(size_t index, Value&& value);
   void Clear();
+  // Takes `other`'s values into this empty sequence: its heap block, or its inline handles
+  // moved one by one; `other` is left empty.
+  void TakeValues(Sequence& other) noexcept;
 
   ElementType element_type_ = ElementType::kUndefined;
   Value* heap_ = nullptr;  // null while the handles are inline

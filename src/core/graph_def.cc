@@ -13,4 +13,12 @@ std::string NodeDef::Label(size_t index) const {
   return fmt::format("node {} ({})", QuoteName(name), op);
 }
 
+std::string DescribeVersions(const GraphDef& graph) {
+  std::string out = fmt::format("IR version {}\nopsets:", graph.ir_version);
+  for (const auto& [domain, version] : graph.opsets) {
+    out += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : EscapeText(domain), version);
+  }
+  return out + "\n";
+}
+
 }  // namespace idem

@@ -82,6 +82,10 @@ struct GraphDef {
   uint64_t raw_bytes_copied = 0;
 };
 
+// "IR version N\nopsets: ai.onnx=16 custom=1\n": the first lines of Session::Describe() and of
+// `idem info` on a model idem cannot plan (domains escaped).
+std::string DescribeVersions(const GraphDef& graph);
+
 }  // namespace idem
 
 #endif  // IDEM_SRC_CORE_GRAPH_DEF_H_

@@ -211,13 +211,7 @@ Tensor::Tensor(Tensor&& other) noexcept
       element_count_(other.element_count_),
       data_(std::move(other.data_)),
       strings_(std::move(other.strings_)) {
-  if (other.rank_ > kInlineRank) {
-    std::construct_at(&heap_dims_, std::move(other.heap_dims_));
-  } else {
-    std::copy_n(other.inline_dims_, other.rank_, inline_dims_);
-  }
-  rank_ = other.rank_;
-  other.DestroyDims();
+  TakeDims(other);
 }
 
 Tensor& Tensor::operator=(const Tensor& other) {
@@ -228,13 +222,7 @@ Tensor& Tensor::operator=(const Tensor& other) {
 Tensor& Tensor::operator=(Tensor&& other) noexcept {
   if (this == &other) return *this;
   DestroyDims();
-  if (other.rank_ > kInlineRank) {
-    std::construct_at(&heap_dims_, std::move(other.heap_dims_));
-  } else {
-    std::copy_n(other.inline_dims_, other.rank_, inline_dims_);
-  }
-  rank_ = other.rank_;
-  other.DestroyDims();
+  TakeDims(other);
   element_type_ = other.element_type_;
   element_count_ = other.element_count_;
   data_ = std::move(other.data_);
@@ -243,6 +231,16 @@ Tensor& Tensor::operator=(Tensor&& other) noexcept {
 }
 
 Tensor::~Tensor() { DestroyDims(); }
+
+void Tensor::TakeDims(Tensor& other) noexcept {
+  if (other.rank_ > kInlineRank) {
+    std::construct_at(&heap_dims_, std::move(other.heap_dims_));
+  } else {
+    std::copy_n(other.inline_dims_, other.rank_, inline_dims_);
+  }
+  rank_ = other.rank_;
+  other.DestroyDims();
+}
 
 void Tensor::DestroyDims() {
   if (rank_ > kInlineRank) std::destroy_at(&heap_dims_);
@@ -277,8 +275,7 @@ Sequence::Sequence(const Sequence& other)
   for (const Value& v : other.values()) PushBackUnchecked(v);
 }
 
-Sequence::Sequence(Sequence&& other) noexcept
-    : element_type_(other.element_type_), total_bytes_(other.total_bytes_) {
+void Sequence::TakeValues(Sequence& other) noexcept {
   if (other.heap_ != nullptr) {
     heap_ = std::exchange(other.heap_, nullptr);
     size_ = std::exchange(other.size_, 0);
@@ -290,7 +287,11 @@ Sequence::Sequence(Sequence&& other) noexcept
     }
     other.Clear();
   }
-  other.total_bytes_ = 0;
+}
+
+Sequence::Sequence(Sequence&& other) noexcept
+    : element_type_(other.element_type_), total_bytes_(std::exchange(other.total_bytes_, 0)) {
+  TakeValues(other);
 }
 
 Sequence& Sequence::operator=(const Sequence& other) {
@@ -308,16 +309,7 @@ Sequence& Sequence::operator=(Sequence&& other) noexcept {
   }
   element_type_ = other.element_type_;
   total_bytes_ = std::exchange(other.total_bytes_, 0);
-  if (other.heap_ != nullptr) {
-    heap_ = std::exchange(other.heap_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    capacity_ = std::exchange(other.capacity_, kInlineValues);
-  } else {
-    for (Value& v : std::span<Value>(other.inline_values(), other.size_)) {
-      PushBackUnchecked(std::move(v));
-    }
-    other.Clear();
-  }
+  TakeValues(other);
   return *this;
 }
 

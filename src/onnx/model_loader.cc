@@ -193,7 +193,6 @@ namespace {
 // `streamed`: the main graph's nodes as compact bytes (the graph in `model` has none then).
 Result<GraphDef> ConvertModel(onnx::ModelProto& model, const LoadContext& context,
                               const CompactModel* streamed = nullptr) {
-  const Limits& limits = context.limits;
   GraphDef graph;
   graph.ir_version = model.ir_version();
   graph.metadata = MetadataOf(model);

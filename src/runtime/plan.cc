@@ -12,10 +12,6 @@
 namespace idem {
 namespace {
 
-Status Invalid(std::string message) {
-  return Status(StatusCode::kInvalidModel, std::move(message));
-}
-
 struct NamedSlot {
   ValueRef ref;
   Type type;
@@ -639,11 +635,7 @@ class GraphPlanner {
   void Describe() {
     Plan& plan = *plan_;
     if (plan.is_subgraph) return;
-    std::string header = fmt::format("IR version {}\nopsets:", graph_.ir_version);
-    for (const auto& [domain, version] : graph_.opsets) {
-      header += fmt::format(" {}={}", domain.empty() ? "ai.onnx" : EscapeText(domain), version);
-    }
-    header += "\n";
+    std::string header = DescribeVersions(graph_);
     if (graph_.raw_bytes_in_place + graph_.raw_bytes_copied > 0) {
       header += fmt::format("raw_data: {} bytes in place, {} bytes copied (misaligned)\n",
                             graph_.raw_bytes_in_place, graph_.raw_bytes_copied);
