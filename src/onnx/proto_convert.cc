@@ -392,20 +392,25 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
       return Bad(fmt::format("{}: raw_data holds {} bytes but dims [{}] of {} need {}", label,
                              raw_size, fmt::join(dims, ","), ElementTypeName(type), bytes));
     }
-    if (ref) {
-      IDEM_ASSIGN_OR_RETURN(Buffer buffer, InPlaceBuffer(*ref, type, context));
-      return Value::MakeTensor(type, std::move(dims), std::move(buffer));
-    }
-    if (type == ElementType::kBool) {
-      // A bool is one byte, 0 or 1 (the range int32_data is held to); another byte would be a
-      // bool that prints as true but is written back as that byte: refused, not misread.
-      const std::string& raw = p.raw_data();
+    // A bool is one byte, 0 or 1 (the range int32_data is held to); another byte would be a bool
+    // that prints as true but is written back as that byte: refused, not misread, whether the
+    // bytes stay in the model (in place) or were parsed by protobuf.
+    auto check_bools = [&](std::string_view raw) -> Status {
+      if (type != ElementType::kBool) return {};
       if (const size_t at = raw.find_first_not_of(std::string_view("\0\1", 2));
-          at != std::string::npos) {
+          at != std::string_view::npos) {
         return Bad(fmt::format("{}: raw_data[{}] = {} is out of range for bool (0 to 1)", label, at,
                                static_cast<unsigned char>(raw[at])));
       }
+      return {};
+    };
+    if (ref) {
+      IDEM_ASSIGN_OR_RETURN(Buffer buffer, InPlaceBuffer(*ref, type, context));
+      IDEM_RETURN_IF_ERROR(check_bools(
+          std::string_view(reinterpret_cast<const char*>(buffer.data()), buffer.size())));
+      return Value::MakeTensor(type, std::move(dims), std::move(buffer));
     }
+    IDEM_RETURN_IF_ERROR(check_bools(p.raw_data()));
     // Steal the bytes: the string's heap block becomes the buffer's owner, no copy.
     auto owner = std::make_shared<std::string>(std::move(*p.mutable_raw_data()));
     p.clear_raw_data();
