@@ -303,11 +303,9 @@ void WriteInlineModel(const std::string& path, uint64_t bytes, bool sparse) {
   models::AddNode(&rest, "Identity", {"w"}, {"y"}, "id0");
   models::AddValueInfo(rest.mutable_output(), "y", models::TensorTypeProto(type, {count}));
   const std::string rest_bytes = rest.SerializeAsString();
-  const std::string graph_head =
-      "\x2a" + Varint(tensor_head.size() + bytes) + tensor_head;
+  const std::string graph_head = "\x2a" + Varint(tensor_head.size() + bytes) + tensor_head;
   const std::string model_head = models::EmptyModel(kOpset, 10).SerializeAsString() + "\x3a" +
-                                 Varint(graph_head.size() + bytes + rest_bytes.size()) +
-                                 graph_head;
+                                 Varint(graph_head.size() + bytes + rest_bytes.size()) + graph_head;
   int fd = open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) Die("cannot create " + path);
   auto write_at = [&](const void* data, size_t size, uint64_t offset) {
@@ -360,8 +358,8 @@ TempModel& Inline2_5G() {
 constexpr int kChainNodes = 1000000;
 
 void WriteChainModel(const std::string& path) {
-  onnx::ModelProto m = models::IdentityChain(
-      models::TensorTypeProto(ElementType::kFloat, {5}), kOpset, kChainNodes);
+  onnx::ModelProto m =
+      models::IdentityChain(models::TensorTypeProto(ElementType::kFloat, {5}), kOpset, kChainNodes);
   std::ofstream out(path, std::ios::binary);
   if (!m.SerializeToOstream(&out)) Die("cannot write " + path);
 }
@@ -891,11 +889,11 @@ int Loop(const std::string& spec) {
   } else if (name == "loop_carried") {
     // loop_carried_256MiB's model with a 5-float tensor: the per-iteration bookkeeping does not
     // depend on the size (nothing is copied), and profilers need not fill 256 MiB.
-    noelim = Case{MakeSession(models::LoopModel(false, 5)), {Int64Scalar(10), FloatTensor({5})}, {}};
+    noelim =
+        Case{MakeSession(models::LoopModel(false, 5)), {Int64Scalar(10), FloatTensor({5})}, {}};
     c = &noelim;
   } else {
-    Die("--loop: unknown case '" + name +
-        "' (tiny, chain100_noelim, seed_example, loop_carried)");
+    Die("--loop: unknown case '" + name + "' (tiny, chain100_noelim, seed_example, loop_carried)");
   }
   size_t ok = 0;
   for (long i = 0; i < n; ++i) ok += c->session->Run(c->feeds).ok();

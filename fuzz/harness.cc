@@ -1,6 +1,7 @@
 #include "fuzz/harness.h"
 
 #include <fcntl.h>
+#include <onnx/onnx_pb.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,14 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <onnx/onnx_pb.h>
-
-#include <limits>
 
 #include "idem/idem.h"
 #include "src/onnx/model_loader.h"
@@ -128,7 +126,8 @@ void CheckRoundTrip(const Value& v, const std::string& where) {
   if (!bytes.ok()) Die(where + ": ValueToProtoBytes failed: " + bytes.status().ToString());
   auto back = ValueFromProtoBytes(std::as_bytes(std::span(bytes.value())), v.type(),
                                   LoadContext{"", Limits{}, {}});
-  if (!back.ok()) Die(where + ": serialized value does not parse back: " + back.status().ToString());
+  if (!back.ok())
+    Die(where + ": serialized value does not parse back: " + back.status().ToString());
   if (auto why = DescribeDifference(v, back.value())) {
     Die(where + ": round trip changed the value: " + *why);
   }
@@ -247,7 +246,8 @@ void ExerciseSession(const Session& session, const Session* reference) {
     for (const Value& v : outputs.value()) storage.emplace_back(v.tensor().data().size() + 1);
     for (auto& s : storage) buffers.push_back({s.data(), s.size()});
     auto shapes = session.RunInto(feeds, buffers);
-    if (!shapes.ok()) Die(where + ": RunInto failed after Run succeeded: " + shapes.status().ToString());
+    if (!shapes.ok())
+      Die(where + ": RunInto failed after Run succeeded: " + shapes.status().ToString());
     for (size_t k = 0; k < storage.size(); ++k) {
       const Buffer& data = outputs.value()[k].tensor().data();
       if (!data.empty() && std::memcmp(storage[k].data(), data.data(), data.size()) != 0) {
@@ -261,17 +261,24 @@ void ExerciseSession(const Session& session, const Session* reference) {
 
 Type DeclaredType(uint8_t selector) {
   const int code = selector >> 3;
-  const ElementType et = code <= kMaxElementTypeCode ? static_cast<ElementType>(code)
-                                                     : ElementType::kUndefined;
+  const ElementType et =
+      code <= kMaxElementTypeCode ? static_cast<ElementType>(code) : ElementType::kUndefined;
   const Type tensor = Type::Tensor(et);
   switch (selector & 7) {
-    case 1: return Type::Sequence(tensor);
-    case 2: return Type::Optional(tensor);
-    case 3: return Type::Optional(Type::Sequence(tensor));
-    case 4: return Type::Sequence(Type::Sequence(tensor));
-    case 5: return Type::Optional(Type::Optional(tensor));
-    case 6: return Type::Sequence(Type::Optional(tensor));
-    default: return tensor;
+    case 1:
+      return Type::Sequence(tensor);
+    case 2:
+      return Type::Optional(tensor);
+    case 3:
+      return Type::Optional(Type::Sequence(tensor));
+    case 4:
+      return Type::Sequence(Type::Sequence(tensor));
+    case 5:
+      return Type::Optional(Type::Optional(tensor));
+    case 6:
+      return Type::Sequence(Type::Optional(tensor));
+    default:
+      return tensor;
   }
 }
 
@@ -452,8 +459,7 @@ void CheckLoaderAgreesWithProtobuf(const uint8_t* data, size_t size) {
 void FuzzModel(const uint8_t* data, size_t size) {
   CheckLoaderAgreesWithProtobuf(data, size);
   auto session = Session::CreateFromBytes(AsBytes(data, size), "", HarnessSessionOptions());
-  auto reference =
-      Session::CreateFromBytes(AsBytes(data, size), "", HarnessSessionOptions(false));
+  auto reference = Session::CreateFromBytes(AsBytes(data, size), "", HarnessSessionOptions(false));
   if (session.ok() != reference.ok()) {
     Die("Identity elimination changes whether the model loads: " + session.status().ToString() +
         " vs " + reference.status().ToString());
@@ -482,8 +488,8 @@ void FuzzValue(const uint8_t* data, size_t size) {
   auto again = ValueFromProtoBytes(std::as_bytes(std::span(bytes.value())), declared,
                                    LoadContext{"", Limits{}, {}});
   if (!again.ok()) {
-    Die("a converted value does not parse back as its declared type " + declared.ToString() +
-        ": " + again.status().ToString());
+    Die("a converted value does not parse back as its declared type " + declared.ToString() + ": " +
+        again.status().ToString());
   }
   if (auto why = DescribeDifference(value.value(), again.value())) {
     Die("round trip as the declared type changed the value: " + *why);

@@ -6,10 +6,10 @@
 //   numpy array (numeric, bool, complex, float16) <-> tensor, sharing memory both ways when the
 //       array is C-contiguous, aligned and native-endian (input arrays are kept alive by the
 //       Buffer's owner; output arrays are read-only views kept alive by a capsule owning the Value)
-//   numpy object/bytes/str array                  <-> tensor(string) (outputs: object arrays of bytes)
-//   idem.RawTensor(element_type, shape, data)     <-> tensors of types numpy lacks (bfloat16, ...)
-//   list of the above                             <-> seq(tensor(...))
-//   None / value                                  <-> optional(...) (empty / holding the value)
+//   numpy object/bytes/str array                  <-> tensor(string) (outputs: object arrays of
+//   bytes) idem.RawTensor(element_type, shape, data)     <-> tensors of types numpy lacks
+//   (bfloat16, ...) list of the above                             <-> seq(tensor(...)) None / value
+//   <-> optional(...) (empty / holding the value)
 //
 // Every feed is converted against the type the model declares for its input, so empty sequences
 // and empty optionals get their element type from the model.
@@ -26,8 +26,8 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <unordered_map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "idem/idem.h"
@@ -41,7 +41,7 @@ namespace {
 // Objects kept for the life of the process. Deliberately leaked: destroying Python objects after
 // the interpreter has finalized would crash at exit.
 struct Globals {
-  py::object error_type;       // idem.Error
+  py::object error_type;  // idem.Error
   // Subclasses named like onnxruntime's (InvalidArgument, InvalidGraph, NotImplemented, Fail,
   // NoSuchFile), chosen by status code.
   std::map<std::string, py::object> error_classes;
@@ -62,16 +62,16 @@ Globals& G() {
 // kept as lone surrogates (PEP 383) so that encoding back with surrogateescape restores them
 // exactly. Never raises UnicodeDecodeError.
 py::str Utf8(std::string_view bytes) {
-  PyObject* s = PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()),
-                                     "surrogateescape");
+  PyObject* s =
+      PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()), "surrogateescape");
   if (!s) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(s);
 }
 
 // For messages: undecodable bytes become \xNN escapes so the text prints on any terminal.
 py::str MessageText(std::string_view bytes) {
-  PyObject* s = PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()),
-                                     "backslashreplace");
+  PyObject* s =
+      PyUnicode_DecodeUTF8(bytes.data(), static_cast<Py_ssize_t>(bytes.size()), "backslashreplace");
   if (!s) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(s);
 }
@@ -84,12 +84,17 @@ const char* ErrorClassName(idem::StatusCode code, Phase phase) {
   using C = idem::StatusCode;
   switch (code) {
     case C::kInvalidArgument:
-    case C::kOutOfRange: return "InvalidArgument";
-    case C::kInvalidModel: return "InvalidGraph";
-    case C::kUnsupported: return "NotImplemented";
+    case C::kOutOfRange:
+      return "InvalidArgument";
+    case C::kInvalidModel:
+      return "InvalidGraph";
+    case C::kUnsupported:
+      return "NotImplemented";
     case C::kNotFound:
-    case C::kIoError: return phase == Phase::kLoad ? "NoSuchFile" : "InvalidArgument";
-    default: return "Fail";
+    case C::kIoError:
+      return phase == Phase::kLoad ? "NoSuchFile" : "InvalidArgument";
+    default:
+      return "Fail";
   }
 }
 
@@ -148,21 +153,36 @@ std::string TypeNameOf(const py::handle& obj) {
 const char* NumpyName(idem::ElementType t) {
   using E = idem::ElementType;
   switch (t) {
-    case E::kFloat: return "float32";
-    case E::kUint8: return "uint8";
-    case E::kInt8: return "int8";
-    case E::kUint16: return "uint16";
-    case E::kInt16: return "int16";
-    case E::kInt32: return "int32";
-    case E::kInt64: return "int64";
-    case E::kBool: return "bool";
-    case E::kFloat16: return "float16";
-    case E::kDouble: return "float64";
-    case E::kUint32: return "uint32";
-    case E::kUint64: return "uint64";
-    case E::kComplex64: return "complex64";
-    case E::kComplex128: return "complex128";
-    default: return nullptr;
+    case E::kFloat:
+      return "float32";
+    case E::kUint8:
+      return "uint8";
+    case E::kInt8:
+      return "int8";
+    case E::kUint16:
+      return "uint16";
+    case E::kInt16:
+      return "int16";
+    case E::kInt32:
+      return "int32";
+    case E::kInt64:
+      return "int64";
+    case E::kBool:
+      return "bool";
+    case E::kFloat16:
+      return "float16";
+    case E::kDouble:
+      return "float64";
+    case E::kUint32:
+      return "uint32";
+    case E::kUint64:
+      return "uint64";
+    case E::kComplex64:
+      return "complex64";
+    case E::kComplex128:
+      return "complex128";
+    default:
+      return nullptr;
   }
 }
 
@@ -180,7 +200,8 @@ std::optional<idem::ElementType> ElementTypeOfDtype(const py::dtype& dtype) {
   const char kind = dtype.kind();
   const ssize_t size = dtype.itemsize();
   switch (kind) {
-    case 'b': return E::kBool;
+    case 'b':
+      return E::kBool;
     case 'f':
       if (size == 2) return E::kFloat16;
       if (size == 4) return E::kFloat;
@@ -204,8 +225,10 @@ std::optional<idem::ElementType> ElementTypeOfDtype(const py::dtype& dtype) {
       return std::nullopt;
     case 'S':
     case 'U':
-    case 'O': return E::kString;
-    default: return std::nullopt;
+    case 'O':
+      return E::kString;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -234,9 +257,7 @@ std::shared_ptr<const void> PyOwner(py::object obj) {
 }
 
 bool IsNumpyArray(const py::handle& obj) { return py::isinstance<py::array>(obj); }
-bool IsNumpyScalar(const py::handle& obj) {
-  return py::isinstance(obj, G().numpy.attr("generic"));
-}
+bool IsNumpyScalar(const py::handle& obj) { return py::isinstance(obj, G().numpy.attr("generic")); }
 
 std::vector<int64_t> ShapeOf(const py::array& arr) {
   std::vector<int64_t> shape(static_cast<size_t>(arr.ndim()));
@@ -257,9 +278,9 @@ std::string ToByteString(const py::handle& item, const std::string& where) {
     PyObject* b = PyUnicode_AsEncodedString(item.ptr(), "utf-8", "surrogateescape");
     if (!b) {
       PyErr_Clear();
-      ThrowError(idem::StatusCode::kInvalidArgument,
-                 where + ": string element " + std::string(py::str(py::repr(item))) +
-                     " cannot be encoded as UTF-8");
+      ThrowError(idem::StatusCode::kInvalidArgument, where + ": string element " +
+                                                         std::string(py::str(py::repr(item))) +
+                                                         " cannot be encoded as UTF-8");
     }
     return std::string(py::reinterpret_steal<py::bytes>(b));
   }
@@ -343,8 +364,7 @@ idem::Value TensorFromPython(const py::handle& obj, idem::ElementType declared,
   auto type = ElementTypeOfDtype(dtype);
   if (!type) {
     ThrowError(idem::StatusCode::kInvalidArgument,
-               where + ": numpy dtype " + std::string(py::str(dtype)) +
-                   " has no ONNX tensor type");
+               where + ": numpy dtype " + std::string(py::str(dtype)) + " has no ONNX tensor type");
   }
   if (*type == idem::ElementType::kString) return StringTensorFromArray(arr, where);
 
@@ -374,16 +394,16 @@ idem::Value ValueFromPython(const py::handle& obj, const idem::Type& declared,
   switch (declared.kind()) {
     case idem::ValueKind::kTensor:
       if (obj.is_none()) {
-        ThrowError(idem::StatusCode::kInvalidArgument,
-                   where + " is " + declared.ToString() +
-                       "; None is only accepted for optional inputs");
+        ThrowError(
+            idem::StatusCode::kInvalidArgument,
+            where + " is " + declared.ToString() + "; None is only accepted for optional inputs");
       }
       return TensorFromPython(obj, declared.element_type(), where);
     case idem::ValueKind::kSequence: {
       if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj)) {
-        ThrowError(idem::StatusCode::kInvalidArgument,
-                   where + " is " + declared.ToString() + "; feed a list of tensors, got " +
-                       TypeNameOf(obj));
+        ThrowError(idem::StatusCode::kInvalidArgument, where + " is " + declared.ToString() +
+                                                           "; feed a list of tensors, got " +
+                                                           TypeNameOf(obj));
       }
       const idem::Type& element = declared.element();
       if (!element.is_tensor()) {
@@ -468,7 +488,8 @@ py::object TensorToPython(const idem::Value& value, Strings strings = Strings::k
 
 py::object ValueToPython(const idem::Value& value, Strings strings = Strings::kBytes) {
   switch (value.kind()) {
-    case idem::ValueKind::kTensor: return TensorToPython(value, strings);
+    case idem::ValueKind::kTensor:
+      return TensorToPython(value, strings);
     case idem::ValueKind::kSequence: {
       py::list out;
       for (const idem::Value& v : value.sequence().values()) {
@@ -542,11 +563,11 @@ std::optional<idem::RunOptions> ToRunOptions(const PyRunOptions* options) {
 // file building either way and uses the overloads as soon as they exist.
 template <typename S, typename Feeds>
 concept RunsWithOptions = requires(const S& s, Feeds feeds, const idem::RunOptions& o) {
-  { s.Run(feeds, o) };
+  {s.Run(feeds, o)};
 };
 template <typename S, typename Feeds>
 concept RunsNamedWithOptions = requires(const S& s, Feeds feeds, const idem::RunOptions& o) {
-  { s.RunNamed(feeds, o) };
+  {s.RunNamed(feeds, o)};
 };
 
 template <typename S>
@@ -593,29 +614,37 @@ idem::SessionOptions MakeSessionOptions(bool eliminate_identity, const py::dict&
     auto as_u64 = [&](uint64_t* field) {
       const py::int_ v = py::reinterpret_borrow<py::int_>(value);
       if (v < py::int_(0) || v > py::int_(UINT64_MAX)) {
-        ThrowError(idem::StatusCode::kInvalidArgument,
-                   "limit '" + name + "' must be in [0, 2^64)");
+        ThrowError(idem::StatusCode::kInvalidArgument, "limit '" + name + "' must be in [0, 2^64)");
       }
       *field = v.cast<uint64_t>();
     };
     auto as_int = [&](int* field) {
       const py::int_ v = py::reinterpret_borrow<py::int_>(value);
       if (v < py::int_(0) || v > py::int_(INT32_MAX)) {
-        ThrowError(idem::StatusCode::kInvalidArgument,
-                   "limit '" + name + "' must be in [0, 2^31)");
+        ThrowError(idem::StatusCode::kInvalidArgument, "limit '" + name + "' must be in [0, 2^31)");
       }
       *field = v.cast<int>();
     };
-    if (name == "max_model_bytes") as_u64(&l.max_model_bytes);
-    else if (name == "max_tensor_bytes") as_u64(&l.max_tensor_bytes);
-    else if (name == "max_elements") as_u64(&l.max_elements);
-    else if (name == "max_type_depth") as_int(&l.max_type_depth);
-    else if (name == "max_nodes") as_u64(&l.max_nodes);
-    else if (name == "max_values") as_u64(&l.max_values);
-    else if (name == "max_sequence_length") as_u64(&l.max_sequence_length);
-    else if (name == "max_graph_depth") as_int(&l.max_graph_depth);
-    else if (name == "max_run_bytes") as_u64(&l.max_run_bytes);
-    else ThrowError(idem::StatusCode::kInvalidArgument, "unknown limit '" + name + "'");
+    if (name == "max_model_bytes")
+      as_u64(&l.max_model_bytes);
+    else if (name == "max_tensor_bytes")
+      as_u64(&l.max_tensor_bytes);
+    else if (name == "max_elements")
+      as_u64(&l.max_elements);
+    else if (name == "max_type_depth")
+      as_int(&l.max_type_depth);
+    else if (name == "max_nodes")
+      as_u64(&l.max_nodes);
+    else if (name == "max_values")
+      as_u64(&l.max_values);
+    else if (name == "max_sequence_length")
+      as_u64(&l.max_sequence_length);
+    else if (name == "max_graph_depth")
+      as_int(&l.max_graph_depth);
+    else if (name == "max_run_bytes")
+      as_u64(&l.max_run_bytes);
+    else
+      ThrowError(idem::StatusCode::kInvalidArgument, "unknown limit '" + name + "'");
   }
   return options;
 }
@@ -745,14 +774,13 @@ class PySession {
     } else if (py::isinstance<py::list>(feeds) || py::isinstance<py::tuple>(feeds)) {
       py::sequence seq = py::reinterpret_borrow<py::sequence>(feeds);
       if (seq.size() != inputs.size()) {
-        ThrowError(idem::StatusCode::kInvalidArgument,
-                   "expected " + std::to_string(inputs.size()) + " feeds (" + InputNames() +
-                       "), got " + std::to_string(seq.size()));
+        ThrowError(idem::StatusCode::kInvalidArgument, "expected " + std::to_string(inputs.size()) +
+                                                           " feeds (" + InputNames() + "), got " +
+                                                           std::to_string(seq.size()));
       }
       std::vector<idem::Value> values;
       for (size_t i = 0; i < inputs.size(); ++i) {
-        values.push_back(
-            ValueFromPython(seq[i], inputs[i].type, "input '" + inputs[i].name + "'"));
+        values.push_back(ValueFromPython(seq[i], inputs[i].type, "input '" + inputs[i].name + "'"));
       }
       CheckRunOptions(run_options);
       const std::optional<idem::RunOptions> options = ToRunOptions(run_options);
@@ -836,9 +864,12 @@ py::dict MetadataToPython(const idem::ModelMetadata& m) {
 
 const char* OutcomeName(idem::tools::CaseResult::Outcome outcome) {
   switch (outcome) {
-    case idem::tools::CaseResult::Outcome::kPass: return "PASS";
-    case idem::tools::CaseResult::Outcome::kFail: return "FAIL";
-    case idem::tools::CaseResult::Outcome::kSkip: return "SKIP";
+    case idem::tools::CaseResult::Outcome::kPass:
+      return "PASS";
+    case idem::tools::CaseResult::Outcome::kFail:
+      return "FAIL";
+    case idem::tools::CaseResult::Outcome::kSkip:
+      return "SKIP";
   }
   return "FAIL";
 }
@@ -1010,9 +1041,9 @@ PYBIND11_MODULE(_idem, m) {
     if (!output_names.is_none()) {
       if (py::isinstance<py::str>(output_names) || py::isinstance<py::bytes>(output_names) ||
           !py::isinstance<py::iterable>(output_names)) {
-        ThrowError(idem::StatusCode::kInvalidArgument,
-                   "output_names must be a list of output names or None, got " +
-                       TypeNameOf(output_names));
+        ThrowError(
+            idem::StatusCode::kInvalidArgument,
+            "output_names must be a list of output names or None, got " + TypeNameOf(output_names));
       }
       for (const py::handle name_obj : py::reinterpret_borrow<py::iterable>(output_names)) {
         const std::string name = NameFromPython(name_obj, "an output name");
@@ -1041,21 +1072,18 @@ PYBIND11_MODULE(_idem, m) {
            py::arg("model"), py::arg("eliminate_identity") = true, py::arg("base_dir") = "",
            py::arg("limits") = py::dict(), py::arg("external_data") = "map",
            py::arg("allow_external_hard_links") = false)
-      .def_property_readonly(
-          "inputs",
-          [value_info_type](const PySession& s) {
-            return InfoList(s.session().inputs(), value_info_type);
-          })
-      .def_property_readonly(
-          "overridable_inputs",
-          [value_info_type](const PySession& s) {
-            return InfoList(s.session().overridable_inputs(), value_info_type);
-          })
-      .def_property_readonly(
-          "outputs",
-          [value_info_type](const PySession& s) {
-            return InfoList(s.session().outputs(), value_info_type);
-          })
+      .def_property_readonly("inputs",
+                             [value_info_type](const PySession& s) {
+                               return InfoList(s.session().inputs(), value_info_type);
+                             })
+      .def_property_readonly("overridable_inputs",
+                             [value_info_type](const PySession& s) {
+                               return InfoList(s.session().overridable_inputs(), value_info_type);
+                             })
+      .def_property_readonly("outputs",
+                             [value_info_type](const PySession& s) {
+                               return InfoList(s.session().outputs(), value_info_type);
+                             })
       .def_property_readonly(
           "metadata", [](const PySession& s) { return MetadataToPython(s.session().metadata()); })
       .def_property_readonly("limits",
@@ -1063,17 +1091,18 @@ PYBIND11_MODULE(_idem, m) {
       .def_property_readonly("eliminate_identity", &PySession::eliminate_identity)
       .def("run", run, py::arg("feeds"), py::arg("output_names") = py::none(),
            py::arg("strings_as_str") = false, py::arg("run_options") = py::none())
-      .def("run_dict",
-           [](const PySession& s, const py::object& feeds) {
-             std::vector<idem::Value> outputs = s.Run(feeds, nullptr);
-             py::dict out;
-             auto infos = s.session().outputs();
-             for (size_t i = 0; i < outputs.size(); ++i) {
-               out[Utf8(infos[i].name)] = ValueToPython(outputs[i]);
-             }
-             return out;
-           },
-           py::arg("feeds"))
+      .def(
+          "run_dict",
+          [](const PySession& s, const py::object& feeds) {
+            std::vector<idem::Value> outputs = s.Run(feeds, nullptr);
+            py::dict out;
+            auto infos = s.session().outputs();
+            for (size_t i = 0; i < outputs.size(); ++i) {
+              out[Utf8(infos[i].name)] = ValueToPython(outputs[i]);
+            }
+            return out;
+          },
+          py::arg("feeds"))
       .def("describe", [](const PySession& s) { return MessageText(s.session().Describe()); });
 
   m.def(

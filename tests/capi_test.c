@@ -766,10 +766,10 @@ static void test_run_options(const char* dir) {
     buffers[1].capacity = sizeof(w_out);
     buffers[1].byte_size = 12345;
     MUST(idem_run_options_set_timeout_ns(run_options, 20ull * 1000000ull)); /* 20 ms */
-    EXPECT_ERROR(idem_session_run_into_with_options(session, run_options,
-                                                    (const idem_value_t* const*)forever.inputs, 3,
-                                                    buffers, 2),
-                 IDEM_DEADLINE_EXCEEDED, "node 'forever' (Loop-16)");
+    EXPECT_ERROR(
+        idem_session_run_into_with_options(
+            session, run_options, (const idem_value_t* const*)forever.inputs, 3, buffers, 2),
+        IDEM_DEADLINE_EXCEEDED, "node 'forever' (Loop-16)");
     CHECK(buffers[0].byte_size == 12345 && buffers[1].byte_size == 12345 && v_dims[0] == -1);
     MUST(idem_session_run_into_with_options(
         session, run_options, (const idem_value_t* const*)once.inputs, 3, buffers, 2));
@@ -778,13 +778,13 @@ static void test_run_options(const char* dir) {
     CHECK(memcmp(v_out, once.v, sizeof(v_out)) == 0 && w_out == once.w);
     /* NULL options are the defaults (idem_session_run_into). */
     memset(v_out, 0, sizeof(v_out));
-    MUST(idem_session_run_into_with_options(session, NULL,
-                                            (const idem_value_t* const*)once.inputs, 3, buffers, 2));
+    MUST(idem_session_run_into_with_options(session, NULL, (const idem_value_t* const*)once.inputs,
+                                            3, buffers, 2));
     CHECK(memcmp(v_out, once.v, sizeof(v_out)) == 0);
-    EXPECT_ERROR(idem_session_run_into_with_options(
-                     session, (const idem_run_options_t*)session,
-                     (const idem_value_t* const*)once.inputs, 3, buffers, 2),
-                 IDEM_INVALID_ARGUMENT, "run_options");
+    EXPECT_ERROR(
+        idem_session_run_into_with_options(session, (const idem_run_options_t*)session,
+                                           (const idem_value_t* const*)once.inputs, 3, buffers, 2),
+        IDEM_INVALID_ARGUMENT, "run_options");
     MUST(idem_run_options_clear_timeout(run_options));
   }
 

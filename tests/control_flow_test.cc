@@ -2,6 +2,7 @@
 // options, and the kernels the official bodies use (via KernelRunner).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 
 #include <atomic>
 #include <bit>
@@ -10,11 +11,9 @@
 #include <functional>
 #include <thread>
 
-#include <malloc.h>
-
+#include "src/kernels/tensor_util.h"
 #include "tests/kernel_runner.h"
 #include "tests/test_models.h"
-#include "src/kernels/tensor_util.h"
 
 namespace idem::testing {
 namespace {
@@ -155,8 +154,7 @@ onnx::ModelProto NestedIfs(int depth_extra = 0) {
 
 TEST(IfTest, NestedThreeDeepReadsValuesFromEveryLevel) {
   Session s = MustCreate(NestedIfs());
-  EXPECT_EQ(FloatsOf(s.Run({Bool(true), Floats({1}, {1})}).value()[0]),
-            (std::vector<float>{1111}));
+  EXPECT_EQ(FloatsOf(s.Run({Bool(true), Floats({1}, {1})}).value()[0]), (std::vector<float>{1111}));
 }
 
 TEST(IfTest, GraphDepthIsBoundedByTheLimit) {
@@ -425,7 +423,12 @@ TEST(LoopTest, StationaryBodyThatNeverEndsIsRefusedOrStopped) {
 
 TEST(LoopTest, BodyInputCountMustMatch) {
   onnx::ModelProto m = CountingLoop("M", "");
-  m.mutable_graph()->mutable_node(0)->mutable_attribute(0)->mutable_g()->mutable_input()->RemoveLast();
+  m.mutable_graph()
+      ->mutable_node(0)
+      ->mutable_attribute(0)
+      ->mutable_g()
+      ->mutable_input()
+      ->RemoveLast();
   EXPECT_STATUS(PlanError(m), StatusCode::kInvalidModel,
                 "the body has 2 inputs; a Loop with 1 carried values needs 3");
 }
@@ -520,9 +523,9 @@ TEST(ScanTest, EmptySlicesWithHugeLeadingDimsAreNotLoopedOver) {
     auto out = MustCreate(m).Run({x});
     ASSERT_TRUE(out.ok()) << out.status().message();
     EXPECT_EQ((*out)[0].tensor().element_type(), type);
-    EXPECT_EQ(std::vector<int64_t>((*out)[0].tensor().shape().begin(),
-                                   (*out)[0].tensor().shape().end()),
-              (std::vector<int64_t>{huge, 1, 0}));
+    EXPECT_EQ(
+        std::vector<int64_t>((*out)[0].tensor().shape().begin(), (*out)[0].tensor().shape().end()),
+        (std::vector<int64_t>{huge, 1, 0}));
   }
 }
 
@@ -606,9 +609,9 @@ TEST(ScanTest, Scan8BatchesAreChargedAndInterruptible) {
   // A small batch runs: [4, 0, 2] out.
   auto fine = s.Run({Value::MakeTensor(E::kFloat, {4, 0, 2}, Buffer()).value()});
   ASSERT_TRUE(fine.ok()) << fine.status().message();
-  EXPECT_EQ(std::vector<int64_t>((*fine)[0].tensor().shape().begin(),
-                                 (*fine)[0].tensor().shape().end()),
-            (std::vector<int64_t>{4, 0, 2}));
+  EXPECT_EQ(
+      std::vector<int64_t>((*fine)[0].tensor().shape().begin(), (*fine)[0].tensor().shape().end()),
+      (std::vector<int64_t>{4, 0, 2}));
 }
 
 TEST(ScanTest, Scan8SequenceLensMustCoverTheBatch) {
@@ -632,15 +635,13 @@ TEST(ScanTest, Scan8ShortSequenceLensScanAPrefixAndPadWithZeros) {
   Session forward = MustCreate(Scan8RunningSum(false));
   auto f = forward.Run({lens, init, x}).value();
   EXPECT_EQ(FloatsOf(f[0]), (std::vector<float>{4, 6, 27, 30}));
-  EXPECT_EQ(FloatsOf(f[1]),
-            (std::vector<float>{1, 2, 4, 6, 0, 0, 7, 8, 16, 18, 27, 30}));
+  EXPECT_EQ(FloatsOf(f[1]), (std::vector<float>{1, 2, 4, 6, 0, 0, 7, 8, 16, 18, 27, 30}));
   EXPECT_EQ(std::vector<int64_t>(f[1].tensor().shape().begin(), f[1].tensor().shape().end()),
             (std::vector<int64_t>{2, 3, 2}));
   Session backward = MustCreate(Scan8RunningSum(true));
   auto r = backward.Run({lens, init, x}).value();
   EXPECT_EQ(FloatsOf(r[0]), (std::vector<float>{4, 6, 27, 30}));
-  EXPECT_EQ(FloatsOf(r[1]),
-            (std::vector<float>{3, 4, 4, 6, 0, 0, 11, 12, 20, 22, 27, 30}));
+  EXPECT_EQ(FloatsOf(r[1]), (std::vector<float>{3, 4, 4, 6, 0, 0, 11, 12, 20, 22, 27, 30}));
   // Lengths outside [1, the scan axis] are refused (ONNX Runtime does too).
   for (int64_t bad : {0, -1, 4}) {
     EXPECT_STATUS(forward.Run({MakeTensorOf<int64_t>(E::kInt64, {2}, {3, bad}), init, x}),
@@ -667,8 +668,7 @@ TEST(SequenceMapTest, ExtraInputsAndSeveralOutputs) {
   AddNode(&body, "Shape", {"e"}, {"shape"});
   SetGraph(node, "body", body);
   Session session = MustCreate(m);
-  Value seq =
-      Value::MakeSequence(E::kFloat, {Floats({2}, {1, 2}), Floats({3}, {3, 4, 5})}).value();
+  Value seq = Value::MakeSequence(E::kFloat, {Floats({2}, {1, 2}), Floats({3}, {3, 4, 5})}).value();
   auto out = session.Run({seq, Floats({1}, {10})}).value();
   ASSERT_EQ(out[0].sequence().size(), 2u);
   EXPECT_EQ(FloatsOf(out[0].sequence().at(1)), (std::vector<float>{13, 14, 15}));
@@ -722,20 +722,29 @@ TEST(BudgetTest, ChargesCoverTheHeapValuesTake) {
   const std::string long_string(100, 'x');
   std::vector<std::pair<std::string, std::function<Value()>>> kinds = {
       {"int64 scalar", [] { return tensor_util::MakeInt64Scalar(7).value(); }},
-      {"float[1,1,1,1,1,1]", [] { return Floats({1, 1, 1, 1, 1, 1}, {1}); }},
+      {"float[1,1,1,1,1,1]",
+       [] {
+         return Floats({1, 1, 1, 1, 1, 1}, {1});
+       }},
       {"float[0]", [] { return Value::MakeTensor(E::kFloat, {0}, Buffer()).value(); }},
       {"string[4] of 100 bytes",
-       [&] { return Value::MakeStringTensor({4}, std::vector<std::string>(4, long_string)).value(); }},
+       [&] {
+         return Value::MakeStringTensor({4}, std::vector<std::string>(4, long_string)).value();
+       }},
       {"string[2] of 1 byte",
-       [] { return Value::MakeStringTensor({2}, {std::string("a"), std::string("b")}).value(); }},
+       [] {
+         return Value::MakeStringTensor({2}, {std::string("a"), std::string("b")}).value();
+       }},
       {"seq of 3 float[2]",
        [] {
-         return Value::MakeSequence(E::kFloat, {Floats({2}, {1, 2}), Floats({2}, {3, 4}),
-                                                Floats({2}, {5, 6})})
+         return Value::MakeSequence(E::kFloat,
+                                    {Floats({2}, {1, 2}), Floats({2}, {3, 4}), Floats({2}, {5, 6})})
              .value();
        }},
       {"empty optional",
-       [] { return Value::MakeEmptyOptional(Type::Tensor(E::kFloat, std::vector<Dim>{})).value(); }},
+       [] {
+         return Value::MakeEmptyOptional(Type::Tensor(E::kFloat, std::vector<Dim>{})).value();
+       }},
       {"optional(int64 scalar)",
        [] { return Value::MakeOptional(tensor_util::MakeInt64Scalar(1).value()).value(); }},
   };
@@ -1032,9 +1041,9 @@ TEST(KernelRunnerTest, ShapeStartEndAndUnsqueezeSharesBytes) {
             (std::vector<int64_t>{4}));
   EXPECT_EQ(Ints(KernelRunner("Shape", 15).IntAttr("end", -1).Run({x}).value()[0]),
             (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(Ints(KernelRunner("Shape", 15).IntAttr("start", -10).IntAttr("end", 10).Run({x})
-                     .value()[0]),
-            (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(
+      Ints(KernelRunner("Shape", 15).IntAttr("start", -10).IntAttr("end", 10).Run({x}).value()[0]),
+      (std::vector<int64_t>{2, 3, 4}));
   // Shape-1 does not take start.
   auto axes = MakeTensorOf<int64_t>(E::kInt64, {2}, {0, -1});
   auto u = KernelRunner("Unsqueeze", 13).Run({x, axes}).value();

@@ -85,7 +85,8 @@ TEST(WireWalkerTest, RawDataBecomesAReferenceIntoTheInput) {
   EXPECT_LT(compact->bytes.size(), 100u);
   onnx::ModelProto original;
   ASSERT_TRUE(original.ParseFromString(bytes));
-  EXPECT_EQ(bytes.substr(compact->refs[0].offset, 4000), original.graph().initializer(0).raw_data());
+  EXPECT_EQ(bytes.substr(compact->refs[0].offset, 4000),
+            original.graph().initializer(0).raw_data());
   onnx::ModelProto parsed;
   ASSERT_TRUE(parsed.ParseFromString(compact->bytes));
   EXPECT_FALSE(parsed.graph().initializer(0).has_raw_data());
@@ -190,7 +191,8 @@ TEST(ModelInPlaceTest, RawDataKeepsTheLastOccurrenceAsProtobufDoes) {
   auto graph = LoadGraphFromBytes(AsBytes(with_tensor), "", Limits{});
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   const Tensor& value = graph->nodes[0].attributes[0].tensor.tensor();
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(value.data().data()), 8), std::string(8, 'b'));
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(value.data().data()), 8),
+            std::string(8, 'b'));
 }
 
 TEST(ModelInPlaceTest, TheReservedFieldIsRefused) {
@@ -383,9 +385,15 @@ TEST(WireWalkerTest, AgreesWithProtobufOnMutatedModels) {
     for (int e = 0; e < edits; ++e) {
       const size_t at = rng() % bytes.size();
       switch (rng() % 3) {
-        case 0: bytes[at] = static_cast<char>(rng()); break;
-        case 1: bytes.erase(at, 1 + rng() % 4); break;
-        default: bytes.insert(at, 1, static_cast<char>(rng())); break;
+        case 0:
+          bytes[at] = static_cast<char>(rng());
+          break;
+        case 1:
+          bytes.erase(at, 1 + rng() % 4);
+          break;
+        default:
+          bytes.insert(at, 1, static_cast<char>(rng()));
+          break;
       }
       if (bytes.empty()) bytes = "x";
     }
@@ -437,18 +445,16 @@ TEST(WireWalkerTest, OverlongTagsAndLengthsAgreeWithProtobuf) {
   onnx::ModelProto head = EmptyModel(13, 8);
   for (int tag_bytes : {1, 2, 5, 6}) {
     for (int length_bytes : {1, 3, 5, 6, 10}) {
-      const std::string graph = padded(1 << 3 | 2, tag_bytes) +
-                                padded(node.size(), length_bytes) + node + rest;
-      const std::string bytes =
-          head.SerializeAsString() + "\x3a" + padded(graph.size(), 2) + graph;
+      const std::string graph =
+          padded(1 << 3 | 2, tag_bytes) + padded(node.size(), length_bytes) + node + rest;
+      const std::string bytes = head.SerializeAsString() + "\x3a" + padded(graph.size(), 2) + graph;
       onnx::ModelProto reference;
       const bool parses = reference.ParseFromString(bytes);
       auto r = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
       const bool parse_failed =
           !r.ok() && r.status().message().find("protobuf parsing failed") != std::string::npos;
-      EXPECT_EQ(parses, !parse_failed)
-          << "tag " << tag_bytes << " bytes, length " << length_bytes
-          << " bytes: " << (r.ok() ? "ok" : r.status().message());
+      EXPECT_EQ(parses, !parse_failed) << "tag " << tag_bytes << " bytes, length " << length_bytes
+                                       << " bytes: " << (r.ok() ? "ok" : r.status().message());
     }
   }
 }
@@ -464,7 +470,7 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
   const std::string path = ::testing::TempDir() + "/idem_large_model.onnx";
   ASSERT_GT(testing::WriteSparseModel(path, EmptyModel(13, 8), rest, n), uint64_t{2} << 30);
 
-  rusage before {};
+  rusage before{};
   getrusage(RUSAGE_SELF, &before);
   {
     auto session = Session::Create(path);
@@ -481,7 +487,7 @@ TEST(LargeModelTest, OverTwoGibLoadsAndRunsFromTheMapping) {
               std::string::npos)
         << session->Describe();
   }
-  rusage after {};
+  rusage after{};
   getrusage(RUSAGE_SELF, &after);
   unlink(path.c_str());
   // ru_maxrss is in KiB: the peak grew by less than 64 MiB although the tensor is 2.5 GiB.

@@ -3,12 +3,12 @@
 // same bytes) and, where idem can run the original, that the result gives bit-identical outputs.
 #include "idem/optimize.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/resource.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -501,7 +501,11 @@ TEST(OptimizeTest, IdentityWithFieldsNewerThanTheSchemaIsKept) {
     auto* unknown = id->mutable_unknown_fields();
     if (variant == 1) unknown->AddLengthDelimited(8, "v2");
     if (variant == 2) unknown->AddLengthDelimited(9, std::string("\x0a\x01k\x12\x01v", 6));
-    if (variant == 3) unknown->AddLengthDelimited(10, std::string("\x0a\x03" "cfg" "\x18\x01", 7));
+    if (variant == 3)
+      unknown->AddLengthDelimited(10, std::string("\x0a\x03"
+                                                  "cfg"
+                                                  "\x18\x01",
+                                                  7));
     auto o = Optimize(m);
     if (variant == 0) {
       EXPECT_EQ(o.report.removed, 1u);
@@ -1105,10 +1109,10 @@ TEST_F(OptimizeFileTest, OverTwoGibStreamsRawDataFromTheMapping) {
                TensorTypeProto(ElementType::kUint8, {static_cast<int64_t>(n)}));
   ASSERT_GT(testing::WriteSparseModel(P("big.onnx"), EmptyModel(13, 8), rest, n),
             uint64_t{2} << 30);
-  rusage before {};
+  rusage before{};
   getrusage(RUSAGE_SELF, &before);
   auto r = OptimizeModelFile(P("big.onnx"), P("out.onnx"));
-  rusage after {};
+  rusage after{};
   getrusage(RUSAGE_SELF, &after);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->removed, 1u);

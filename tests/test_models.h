@@ -2,8 +2,8 @@
 #ifndef IDEM_TESTS_TEST_MODELS_H_
 #define IDEM_TESTS_TEST_MODELS_H_
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 

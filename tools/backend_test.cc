@@ -90,10 +90,9 @@ RunOptions RunOptionsWithTimeout(double timeout_seconds) {
   if (timeout_seconds > 0) {
     // Clamped so that a huge timeout cannot overflow the clock's representation.
     const double capped = std::min(timeout_seconds, 1e9);
-    run_options.deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-            std::chrono::duration<double>(capped));
+    run_options.deadline = std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(capped));
   }
   return run_options;
 }

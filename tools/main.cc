@@ -146,8 +146,8 @@ int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quie
     if (cases->empty())
       return Fail(fmt::format("{}: no test cases (folders with model.onnx)", path));
     for (const std::string& folder : *cases) {
-      CaseResult r = idem::tools::RunBackendCase(folder, skip_unsupported, options,
-                                                 timeout_seconds);
+      CaseResult r =
+          idem::tools::RunBackendCase(folder, skip_unsupported, options, timeout_seconds);
       switch (r.outcome) {
         case CaseResult::Outcome::kPass:
           ++passed;
@@ -215,8 +215,8 @@ int Info(const std::string& model_arg, const idem::SessionOptions& options) {
   auto session = idem::Session::Create(model, options);
   if (!session.ok() && session.status().code() == idem::StatusCode::kUnsupported) {
     // A valid model with operators idem lacks (most third-party models): still describe it.
-    auto graph = idem::LoadGraphFromFile(model, options.limits,
-                                         idem::ExternalDataOptions::From(options));
+    auto graph =
+        idem::LoadGraphFromFile(model, options.limits, idem::ExternalDataOptions::From(options));
     if (graph.ok()) {
       fmt::print("{}\n{}runnable: no: {}\n", Safe(model), DescribeUnplanned(*graph),
                  Safe(session.status().message()));
@@ -232,15 +232,15 @@ int Info(const std::string& model_arg, const idem::SessionOptions& options) {
 // `idem optimize --check`: the result must load wherever the input loads, and give bit-identical
 // outputs on generated inputs. Prints what it could check; an error aborts the write.
 idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptions& given_options,
-                            double timeout_seconds,
-                            std::span<const std::byte> original,
+                            double timeout_seconds, std::span<const std::byte> original,
                             std::span<const std::byte> optimized) {
   const std::string base_dir = idem::DirectoryOf(in_path);
   // The check runs models on made-up inputs: each run may hold at most 1 GiB of live values, so
   // a model that grows with its inputs fails the check's runs (outputs not compared) instead of
   // taking the default 16 GiB.
   idem::SessionOptions options = given_options;
-  options.limits.max_run_bytes = std::min<uint64_t>(options.limits.max_run_bytes, uint64_t{1} << 30);
+  options.limits.max_run_bytes =
+      std::min<uint64_t>(options.limits.max_run_bytes, uint64_t{1} << 30);
   auto a = idem::Session::CreateFromBytes(original, base_dir, options);
   if (!a.ok()) {
     fmt::print("check: outputs not compared: idem cannot run {}: {}\n", Safe(in_path),
@@ -267,9 +267,10 @@ idem::Status CheckOptimized(const std::string& in_path, const idem::SessionOptio
     }
     generated_bytes += v->BudgetBytes();
     if (generated_bytes > kMaxGeneratedBytes) {
-      fmt::print("check: validated; outputs not compared: generated inputs would exceed {} MiB "
-                 "(at input {})\n",
-                 kMaxGeneratedBytes >> 20, idem::QuoteName(a->inputs()[i].name));
+      fmt::print(
+          "check: validated; outputs not compared: generated inputs would exceed {} MiB "
+          "(at input {})\n",
+          kMaxGeneratedBytes >> 20, idem::QuoteName(a->inputs()[i].name));
       return {};
     }
     feeds.push_back(std::move(v).value());
@@ -438,8 +439,9 @@ int main(int argc, char** argv) {
                       options, timeout_seconds);
     }
   } catch (const std::bad_alloc&) {
-    return Fail("out of memory: the model or its inputs need more memory than this process may "
-                "allocate");
+    return Fail(
+        "out of memory: the model or its inputs need more memory than this process may "
+        "allocate");
   } catch (const std::exception& e) {
     return Fail(fmt::format("internal error: {}", e.what()));
   }

@@ -12,18 +12,18 @@ namespace idem {
 // Bounds that keep hostile models from costing more than their size justifies. Every count and
 // byte size is checked with overflow-safe arithmetic before anything is allocated.
 struct Limits {
-  uint64_t max_model_bytes = uint64_t{1} << 40;      // model file / buffer size (mapped)
-  uint64_t max_tensor_bytes = uint64_t{64} << 30;    // one tensor's payload (incl. external)
-  uint64_t max_elements = uint64_t{1} << 40;         // elements of one tensor
-  int max_type_depth = 8;                            // nesting of seq/optional in a type
-  uint64_t max_nodes = 1'000'000;                    // nodes in the graph
-  uint64_t max_values = 4'000'000;                   // named values in the graph
+  uint64_t max_model_bytes = uint64_t{1} << 40;    // model file / buffer size (mapped)
+  uint64_t max_tensor_bytes = uint64_t{64} << 30;  // one tensor's payload (incl. external)
+  uint64_t max_elements = uint64_t{1} << 40;       // elements of one tensor
+  int max_type_depth = 8;                          // nesting of seq/optional in a type
+  uint64_t max_nodes = 1'000'000;                  // nodes in the graph
+  uint64_t max_values = 4'000'000;                 // named values in the graph
   // Memory a load may take, estimated on the wire before protobuf materialises anything:
   // max(max_load_memory_floor, max_load_memory_factor x the file's size). Small messages, fields
   // and packed elements cost far more once parsed than in the file; this bounds that expansion.
   uint64_t max_load_memory_factor = 24;
   uint64_t max_load_memory_floor = uint64_t{256} << 20;
-  uint64_t max_rank = 65536;  // dims of one tensor or declared shape
+  uint64_t max_rank = 65536;                         // dims of one tensor or declared shape
   uint64_t max_sequence_length = uint64_t{1} << 24;  // tensors in one sequence
   int max_graph_depth = 64;                          // nesting of subgraphs (If/Loop/Scan bodies)
   // Bytes of values a single Run may hold alive at once (computed values only; feeds and

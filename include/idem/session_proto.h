@@ -16,11 +16,12 @@ namespace idem {
 
 // Copies `model` (initializer payloads included); pass an rvalue to move them instead.
 IDEM_API Result<Session> CreateSessionFromProto(const onnx::ModelProto& model,
-                                       const std::string& base_dir = "",
-                                       const SessionOptions& options = {});
+                                                const std::string& base_dir = "",
+                                                const SessionOptions& options = {});
 // Consumes `model`: initializer payloads are moved into the session, not copied.
-IDEM_API Result<Session> CreateSessionFromProto(onnx::ModelProto&& model, const std::string& base_dir = "",
-                                       const SessionOptions& options = {});
+IDEM_API Result<Session> CreateSessionFromProto(onnx::ModelProto&& model,
+                                                const std::string& base_dir = "",
+                                                const SessionOptions& options = {});
 
 }  // namespace idem
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "idem/export.h"
 #include "idem/element_type.h"
+#include "idem/export.h"
 
 namespace idem {
 

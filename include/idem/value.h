@@ -16,9 +16,9 @@
 #include <variant>
 #include <vector>
 
-#include "idem/export.h"
 #include "idem/buffer.h"
 #include "idem/element_type.h"
+#include "idem/export.h"
 #include "idem/status.h"
 #include "idem/type.h"
 

@@ -12,7 +12,6 @@
 
 #include "idem/model_metadata.h"
 #include "idem/options.h"
-#include "idem/value.h"
 #include "idem/type.h"
 #include "idem/value.h"
 
@@ -22,7 +21,17 @@ struct GraphDef;
 
 struct Attribute {
   enum class Kind {
-    kInt, kFloat, kString, kInts, kFloats, kStrings, kType, kTensor, kGraph, kGraphs, kOther
+    kInt,
+    kFloat,
+    kString,
+    kInts,
+    kFloats,
+    kStrings,
+    kType,
+    kTensor,
+    kGraph,
+    kGraphs,
+    kOther
   };
   std::string name;
   Kind kind = Kind::kOther;
@@ -32,8 +41,8 @@ struct Attribute {
   std::vector<int64_t> ints;
   std::vector<float> floats;
   std::vector<std::string> strings;
-  Type type;          // kType (e.g. Optional's `type`)
-  Value tensor;       // kTensor
+  Type type;     // kType (e.g. Optional's `type`)
+  Value tensor;  // kTensor
   // kGraph / kGraphs: subgraphs (If branches, Loop/Scan bodies). Shared and immutable, so an
   // Attribute stays cheap to copy; the GraphDef recursion is bounded by Limits::max_graph_depth
   // when the loader builds it.

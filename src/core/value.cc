@@ -45,8 +45,8 @@ Result<int64_t> CheckedElementCount(std::span<const int64_t> shape) {
 uint64_t TensorBytesForBudget(const Tensor& t) {
   const uint64_t overhead = Value::kBudgetOverhead + 8 * t.rank();
   if (t.element_type() != ElementType::kString) return t.data().size() + overhead;
-  return static_cast<uint64_t>(t.element_count()) * Value::kBudgetStringElement +
-         t.string_bytes() + overhead;
+  return static_cast<uint64_t>(t.element_count()) * Value::kBudgetStringElement + t.string_bytes() +
+         overhead;
 }
 
 // A string tensor's strings and the sum of their lengths, computed once when it is made, so

@@ -141,9 +141,8 @@ class ConcatFromSequenceKernel final : public Kernel {
         }
       }
     }
-    IDEM_ASSIGN_OR_RETURN(
-        uint64_t budget_bytes,
-        TensorBytes(type, static_cast<uint64_t>(total), ctx.limits(), string_bytes));
+    IDEM_ASSIGN_OR_RETURN(uint64_t budget_bytes, TensorBytes(type, static_cast<uint64_t>(total),
+                                                             ctx.limits(), string_bytes));
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(budget_bytes));
     if (type == ElementType::kString) {
       std::vector<std::string> strings;

@@ -54,8 +54,9 @@ Result<Value> ConstantValue(const NodeDef& node) {
                   fmt::format("attribute {} must be {}", QuoteName(a.name), what));
   };
   if (a.name == "sparse_value") {
-    return Status(StatusCode::kUnsupported, "Constant with 'sparse_value': sparse tensors are "
-                                            "not supported");
+    return Status(StatusCode::kUnsupported,
+                  "Constant with 'sparse_value': sparse tensors are "
+                  "not supported");
   }
   if (a.name == "value") {
     IDEM_RETURN_IF_ERROR(expect(Attribute::Kind::kTensor, "a tensor"));
@@ -76,8 +77,7 @@ Result<Value> ConstantValue(const NodeDef& node) {
   }
   if (a.name == "value_ints") {
     IDEM_RETURN_IF_ERROR(expect(Attribute::Kind::kInts, "a list of ints"));
-    return FromNumbers<int64_t>(ElementType::kInt64, {static_cast<int64_t>(a.ints.size())},
-                                a.ints);
+    return FromNumbers<int64_t>(ElementType::kInt64, {static_cast<int64_t>(a.ints.size())}, a.ints);
   }
   if (a.name == "value_string") {
     IDEM_RETURN_IF_ERROR(expect(Attribute::Kind::kString, "a string"));
@@ -103,8 +103,8 @@ KernelSchema ConstantSchema(int version) {
   s.attributes = {"value"};
   if (version >= 11) s.attributes.push_back("sparse_value");
   if (version >= 12) {
-    for (const char* a : {"value_float", "value_floats", "value_int", "value_ints",
-                          "value_string", "value_strings"}) {
+    for (const char* a : {"value_float", "value_floats", "value_int", "value_ints", "value_string",
+                          "value_strings"}) {
       s.attributes.emplace_back(a);
     }
   }

@@ -98,9 +98,9 @@ bool ReadCondition(const Value& value, bool& cond) {
 
 // Copies the captured outer values of `info` from the node's inputs after the formal ones.
 template <typename Feeds>
-void AppendCaptures(const SubgraphInfo& info, std::span<const Value* const> inputs,
-                    Feeds& feeds) {
-  for (uint32_t k = 0; k < info.capture_count; ++k) feeds.push_back(*inputs[info.capture_offset + k]);
+void AppendCaptures(const SubgraphInfo& info, std::span<const Value* const> inputs, Feeds& feeds) {
+  for (uint32_t k = 0; k < info.capture_count; ++k)
+    feeds.push_back(*inputs[info.capture_offset + k]);
 }
 
 // Charges the bytes a control-flow kernel holds between subgraph runs, and releases them when it
@@ -179,10 +179,10 @@ Result<std::pair<SubgraphInfo, SubgraphInfo>> PlanBranches(const NodeContext& ct
   }
   for (size_t o = 0; o < n; ++o) {
     if (!then_info.output_types[o].SameStructure(else_info.output_types[o])) {
-      return Status(StatusCode::kInvalidModel,
-                    fmt::format("output {} is {} in then_branch but {} in else_branch", o,
-                                then_info.output_types[o].ToString(),
-                                else_info.output_types[o].ToString()));
+      return Status(
+          StatusCode::kInvalidModel,
+          fmt::format("output {} is {} in then_branch but {} in else_branch", o,
+                      then_info.output_types[o].ToString(), else_info.output_types[o].ToString()));
     }
   }
   return std::make_pair(std::move(then_info), std::move(else_info));
@@ -222,7 +222,7 @@ struct LoopPlan {
   // accepts this (test_loop16_seq_none relies on it): the next iteration gets the T wrapped in
   // an optional, and the Loop's output is T.
   std::vector<bool> wrap;
-  bool any_wrap = false;  // some wrap[j] is set
+  bool any_wrap = false;         // some wrap[j] is set
   std::vector<Type> wrap_types;  // the optional's element type, where wrap is set
   std::vector<ElementType> scan_elements;
   std::vector<std::vector<int64_t>> scan_empty_shapes;  // element shape for zero iterations
@@ -405,8 +405,8 @@ class LoopKernel final : public Kernel {
       // iterations the result has shape [0, ...] with the body output's element shape
       // (declared, completed by inference: the planner's RefineDeclared; unknown dims 0), or [0]
       // when its rank is unknown (ONNX Runtime does the same).
-      auto stacked = tensor_util::Stack(ctx, plan_.scan_elements[k], scans[k],
-                                        plan_.scan_empty_shapes[k], 0);
+      auto stacked =
+          tensor_util::Stack(ctx, plan_.scan_elements[k], scans[k], plan_.scan_empty_shapes[k], 0);
       if (!stacked.ok()) {
         return std::move(stacked).take_status().WithContext(fmt::format("scan output {}", k));
       }
@@ -544,9 +544,9 @@ Result<ScanPlan> PlanScan(const NodeContext& ctx, int version) {
   const size_t first = version == 8 ? 1 : 0;  // Scan-8: sequence_lens comes first
   const size_t values = ctx.inputs.size() - first;
   if (m < 1 || static_cast<size_t>(m) > values) {
-    return Status(StatusCode::kInvalidModel,
-                  fmt::format("num_scan_inputs is {} but the node has {} state and scan inputs", m,
-                              values));
+    return Status(
+        StatusCode::kInvalidModel,
+        fmt::format("num_scan_inputs is {} but the node has {} state and scan inputs", m, values));
   }
   plan.scan_inputs = static_cast<size_t>(m);
   plan.states = values - plan.scan_inputs;
@@ -573,27 +573,27 @@ Result<ScanPlan> PlanScan(const NodeContext& ctx, int version) {
     const int64_t rank = t.shape() ? static_cast<int64_t>(t.shape()->size()) : -1;
     if (rank >= 0) {
       if (axis < -rank || axis >= rank) {
-        return Status(StatusCode::kInvalidModel,
-                      fmt::format("scan_input_axes[{}] = {} is outside the input's rank {}", j,
-                                  axis, rank));
+        return Status(
+            StatusCode::kInvalidModel,
+            fmt::format("scan_input_axes[{}] = {} is outside the input's rank {}", j, axis, rank));
       }
       if (axis < 0) axis += rank;
     }
     body_inputs.push_back(WithoutAxis(t, axis));
   }
   if (body->inputs.size() != body_inputs.size()) {
-    return Status(StatusCode::kInvalidModel,
-                  fmt::format("the body has {} inputs; this Scan passes {} ({} states, {} scan "
-                              "inputs)",
-                              body->inputs.size(), body_inputs.size(), plan.states,
-                              plan.scan_inputs));
+    return Status(
+        StatusCode::kInvalidModel,
+        fmt::format("the body has {} inputs; this Scan passes {} ({} states, {} scan "
+                    "inputs)",
+                    body->inputs.size(), body_inputs.size(), plan.states, plan.scan_inputs));
   }
   IDEM_ASSIGN_OR_RETURN(plan.body, planner->PlanSubgraph(*body, body_inputs));
   const auto& outs = plan.body.output_types;
   if (outs.size() < plan.states) {
-    return Status(StatusCode::kInvalidModel,
-                  fmt::format("the body has {} outputs, fewer than the {} states", outs.size(),
-                              plan.states));
+    return Status(
+        StatusCode::kInvalidModel,
+        fmt::format("the body has {} outputs, fewer than the {} states", outs.size(), plan.states));
   }
   for (size_t j = 0; j < plan.states; ++j) {
     if (!outs[j].SameStructure(body_inputs[j])) {
@@ -624,8 +624,9 @@ Result<ScanPlan> PlanScan(const NodeContext& ctx, int version) {
   } else {
     IDEM_ASSIGN_OR_RETURN(plan.output_axes,
                           IntsAttribute(ctx.node, "scan_output_axes", plan.scan_outputs, 0));
-    IDEM_ASSIGN_OR_RETURN(plan.output_directions,
-                          DirectionsAttribute(ctx.node, "scan_output_directions", plan.scan_outputs));
+    IDEM_ASSIGN_OR_RETURN(
+        plan.output_directions,
+        DirectionsAttribute(ctx.node, "scan_output_directions", plan.scan_outputs));
   }
   return plan;
 }
@@ -735,17 +736,17 @@ class ScanKernel final : public Kernel {
       const auto rank = static_cast<int64_t>(t.rank());
       int64_t axis = plan_.input_axes[j];
       if (axis < -rank || axis >= rank) {
-        return Status(StatusCode::kInvalidArgument,
-                      fmt::format("scan input {} has rank {}; axis {} is outside it", j, rank,
-                                  axis));
+        return Status(
+            StatusCode::kInvalidArgument,
+            fmt::format("scan input {} has rank {}; axis {} is outside it", j, rank, axis));
       }
       if (axis < 0) axis += rank;
       axes[j] = axis;
       const int64_t extent = t.shape()[static_cast<size_t>(axis)];
       if (length >= 0 && extent != length) {
-        return Status(StatusCode::kInvalidArgument,
-                      fmt::format("scan inputs have different lengths ({} and {})", length,
-                                  extent));
+        return Status(
+            StatusCode::kInvalidArgument,
+            fmt::format("scan inputs have different lengths ({} and {})", length, extent));
       }
       length = extent;
     }
@@ -761,8 +762,8 @@ class ScanKernel final : public Kernel {
       for (Value& v : states) feeds.push_back(std::move(v));
       for (size_t j = 0; j < plan_.scan_inputs; ++j) {
         const int64_t index = plan_.input_directions[j] == 1 ? length - 1 - t : t;
-        IDEM_ASSIGN_OR_RETURN(Value slice, tensor_util::TakeAlongAxis(
-                                               ctx, scan_inputs[j].tensor(), axes[j], index));
+        IDEM_ASSIGN_OR_RETURN(
+            Value slice, tensor_util::TakeAlongAxis(ctx, scan_inputs[j].tensor(), axes[j], index));
         feeds.push_back(std::move(slice));
       }
       AppendCaptures(plan_.body, inputs, feeds);
@@ -773,7 +774,8 @@ class ScanKernel final : public Kernel {
       for (size_t j = 0; j < plan_.states; ++j) states[j] = std::move(out[j]);
       for (size_t k = 0; k < plan_.scan_outputs; ++k) {
         Value& v = out[plan_.states + k];
-        if (!v.is_tensor()) return Status(StatusCode::kRuntimeError, "scan outputs must be tensors");
+        if (!v.is_tensor())
+          return Status(StatusCode::kRuntimeError, "scan outputs must be tensors");
         IDEM_RETURN_IF_ERROR(held.Add(ValueBytes(v)));
         scans[k].push_back(std::move(v));
       }
@@ -795,11 +797,9 @@ class ScanKernel final : public Kernel {
       // rank is unknown.
       const auto& empty = plan_.empty_shapes[k];
       const std::vector<int64_t> no_dims;
-      const std::vector<int64_t>& empty_shape =
-          scans[k].empty() && empty ? *empty : no_dims;
-      const int64_t rank = scans[k].empty()
-                               ? (empty ? static_cast<int64_t>(empty->size()) + 1 : 0)
-                               : static_cast<int64_t>(scans[k][0].tensor().rank()) + 1;
+      const std::vector<int64_t>& empty_shape = scans[k].empty() && empty ? *empty : no_dims;
+      const int64_t rank = scans[k].empty() ? (empty ? static_cast<int64_t>(empty->size()) + 1 : 0)
+                                            : static_cast<int64_t>(scans[k][0].tensor().rank()) + 1;
       if (axis < -rank || (rank > 0 && axis >= rank)) {
         return Status(StatusCode::kInvalidArgument,
                       fmt::format("scan_output_axes[{}] = {} is outside the output's rank {}{}", k,
@@ -809,8 +809,8 @@ class ScanKernel final : public Kernel {
                                                    : ""));
       }
       if (axis < 0) axis += rank;
-      IDEM_ASSIGN_OR_RETURN(Value v, tensor_util::Stack(ctx, plan_.output_elements[k], scans[k],
-                                                        empty_shape, axis));
+      IDEM_ASSIGN_OR_RETURN(
+          Value v, tensor_util::Stack(ctx, plan_.output_elements[k], scans[k], empty_shape, axis));
       results.push_back(std::move(v));
     }
     return {};
@@ -829,8 +829,12 @@ KernelSchema ScanSchema(int version) {
     s.attributes = {"body", "directions", "num_scan_inputs"};
   } else {
     s.inputs = {{"initial_state_and_scan_inputs", "V", FormalParameter::Arity::kVariadic}};
-    s.attributes = {"body",           "num_scan_inputs",       "scan_input_axes",
-                    "scan_input_directions", "scan_output_axes", "scan_output_directions"};
+    s.attributes = {"body",
+                    "num_scan_inputs",
+                    "scan_input_axes",
+                    "scan_input_directions",
+                    "scan_output_axes",
+                    "scan_output_directions"};
   }
   s.outputs = {{"final_state_and_scan_outputs", "V", FormalParameter::Arity::kVariadic}};
   s.constraints = {{"V", TensorTypes(AllElementsAt(version, 16))},
@@ -892,7 +896,7 @@ KernelSchema ScanSchema(int version) {
 
 struct SequenceMapPlan {
   SubgraphInfo body;
-  std::vector<bool> is_sequence;           // per node input
+  std::vector<bool> is_sequence;             // per node input
   std::vector<ElementType> output_elements;  // per output sequence
 };
 

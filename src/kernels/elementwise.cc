@@ -104,7 +104,8 @@ struct AddBf16 {
 };
 
 // numpy broadcasting of two shapes.
-Result<std::vector<int64_t>> BroadcastShapes(std::span<const int64_t> a, std::span<const int64_t> b) {
+Result<std::vector<int64_t>> BroadcastShapes(std::span<const int64_t> a,
+                                             std::span<const int64_t> b) {
   const size_t rank = std::max(a.size(), b.size());
   std::vector<int64_t> out(rank);
   for (size_t i = 0; i < rank; ++i) {
@@ -212,8 +213,8 @@ class AddKernel final : public Kernel {
     using E = ElementType;
     if (count > 0) {
       switch (type) {
-#define IDEM_ADD_CASE(e, T) \
-  case e:                   \
+#define IDEM_ADD_CASE(e, T)                                                \
+  case e:                                                                  \
     Apply<T>(pa, pb, out, a.shape(), b.shape(), shape, count, AddOp<T>()); \
     break;
         IDEM_ADD_CASE(E::kUint8, uint8_t)
@@ -268,8 +269,8 @@ Type BroadcastType(const Type& a, const Type& b) {
 
 KernelSchema AddSchema(int version) {
   using E = ElementType;
-  std::vector<ElementType> elements = {E::kUint32, E::kUint64, E::kInt32,  E::kInt64,
-                                       E::kFloat16, E::kFloat, E::kDouble};
+  std::vector<ElementType> elements = {E::kUint32,  E::kUint64, E::kInt32, E::kInt64,
+                                       E::kFloat16, E::kFloat,  E::kDouble};
   if (version >= 13) elements.push_back(E::kBfloat16);
   if (version >= 14) {
     for (E e : {E::kUint8, E::kUint16, E::kInt8, E::kInt16}) elements.push_back(e);
@@ -301,9 +302,9 @@ class NotKernel final : public Kernel {
       out[i] = in[i] == std::byte{0} ? std::byte{1} : std::byte{0};
     }
     const auto shape = t.shape();
-    IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(ElementType::kBool,
-                                                        {shape.begin(), shape.end()},
-                                                        std::move(buffer)));
+    IDEM_ASSIGN_OR_RETURN(
+        outputs[0],
+        Value::MakeTensor(ElementType::kBool, {shape.begin(), shape.end()}, std::move(buffer)));
     return {};
   }
 };

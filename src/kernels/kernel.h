@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "idem/options.h"
-#include "idem/value.h"
 #include "idem/status.h"
 #include "idem/type.h"
 #include "idem/value.h"
@@ -36,15 +35,15 @@ inline uint64_t ValueBytes(const Value& value) { return value.BudgetBytes(); }
 // one thread at a time.
 class RunContext {
  public:
-  RunContext(const Limits& limits, const RunOptions* options) : limits_(limits), options_(options) {}
+  RunContext(const Limits& limits, const RunOptions* options)
+      : limits_(limits), options_(options) {}
   virtual ~RunContext() = default;
 
   // Runs subgraph `handle` (from SubgraphInfo) with `feeds`: its formal inputs followed by its
   // captured outer values. Feeds are moved from (so a value the caller owns alone stays unshared
   // and can be extended in place). `outputs` (one per subgraph output) receives the results; no
   // allocation is needed for either, so a loop can reuse both across iterations.
-  virtual Status RunSubgraph(int32_t handle, std::span<Value> feeds,
-                             std::span<Value> outputs) = 0;
+  virtual Status RunSubgraph(int32_t handle, std::span<Value> feeds, std::span<Value> outputs) = 0;
 
   // Whether CheckInterrupt can ever fail in this run (a cancel flag or a deadline was given), so
   // a loop can skip the call per iteration when it cannot.
@@ -58,7 +57,8 @@ class RunContext {
       return Status(StatusCode::kCancelled, "the run was cancelled (RunOptions::cancel)");
     }
     if (options_->deadline && std::chrono::steady_clock::now() >= *options_->deadline) {
-      return Status(StatusCode::kDeadlineExceeded, "the run passed its deadline (RunOptions::deadline)");
+      return Status(StatusCode::kDeadlineExceeded,
+                    "the run passed its deadline (RunOptions::deadline)");
     }
     return {};
   }
@@ -68,7 +68,8 @@ class RunContext {
   // Live-byte accounting (the executor charges node outputs; kernels holding values across
   // subgraph runs, like Loop's carried and scan values, charge them too).
   Status Charge(uint64_t bytes) {
-    if (!AddLive(bytes)) [[unlikely]] return OverBudget();
+    if (!AddLive(bytes)) [[unlikely]]
+      return OverBudget();
     return {};
   }
   // Charge without building a Status: false when the run is now over its budget.
@@ -127,12 +128,12 @@ struct TypeConstraint {
 
 // What planning a subgraph tells its owner.
 struct SubgraphInfo {
-  int32_t handle = -1;              // for RunContext::RunSubgraph
-  std::vector<Type> output_types;   // inferred (declared where the subgraph declares them)
-  std::vector<Type> input_types;    // the formal inputs' types as planned
-  std::vector<bool> input_used;     // whether the body reads each formal input at all
-  uint32_t capture_offset = 0;      // where this subgraph's captured values start in the inputs
-  uint32_t capture_count = 0;       // of the owning node at run time
+  int32_t handle = -1;             // for RunContext::RunSubgraph
+  std::vector<Type> output_types;  // inferred (declared where the subgraph declares them)
+  std::vector<Type> input_types;   // the formal inputs' types as planned
+  std::vector<bool> input_used;    // whether the body reads each formal input at all
+  uint32_t capture_offset = 0;     // where this subgraph's captured values start in the inputs
+  uint32_t capture_count = 0;      // of the owning node at run time
   // The subgraph computes nothing (it has no nodes, or only Identity nodes, all erased): each
   // output is one of its feeds, output o being feed output_feeds[o] (formal inputs first, then
   // captures). An owner may then skip RunSubgraph (Loop turns a body that hands back its
@@ -155,10 +156,10 @@ class SubgraphPlanner {
 // What the planner knows about a node when it infers types and creates the kernel.
 struct NodeContext {
   const NodeDef& node;
-  int version;                          // the resolved since-version
-  std::span<const Type* const> inputs;  // nullptr for omitted optional inputs
-  Limits limits;                        // the session's; kernels bound what they build by it
-  SubgraphPlanner* subgraphs = nullptr; // null outside a session's planner (kernel tests)
+  int version;                           // the resolved since-version
+  std::span<const Type* const> inputs;   // nullptr for omitted optional inputs
+  Limits limits;                         // the session's; kernels bound what they build by it
+  SubgraphPlanner* subgraphs = nullptr;  // null outside a session's planner (kernel tests)
 };
 
 struct KernelSchema {

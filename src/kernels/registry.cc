@@ -76,9 +76,9 @@ std::vector<const KernelSchema*> KernelRegistry::All() const {
 
 std::vector<ElementType> BaseElementTypes() {
   using E = ElementType;
-  return {E::kUint8,   E::kUint16, E::kUint32, E::kUint64,    E::kInt8,
-          E::kInt16,   E::kInt32,  E::kInt64,  E::kFloat16,   E::kFloat,
-          E::kDouble,  E::kString, E::kBool,   E::kComplex64, E::kComplex128};
+  return {E::kUint8,  E::kUint16, E::kUint32, E::kUint64,    E::kInt8,
+          E::kInt16,  E::kInt32,  E::kInt64,  E::kFloat16,   E::kFloat,
+          E::kDouble, E::kString, E::kBool,   E::kComplex64, E::kComplex128};
 }
 
 std::vector<Type> TensorTypes(std::span<const ElementType> elements) {
@@ -161,9 +161,9 @@ Status RunContext::OverBudget() const {
 Result<uint64_t> TensorBytes(ElementType type, uint64_t count, const Limits& limits,
                              uint64_t string_bytes) {
   if (count > limits.max_elements) {
-    return Status(StatusCode::kResourceExhausted,
-                  fmt::format("a tensor of {} elements exceeds max_elements {}", count,
-                              limits.max_elements));
+    return Status(
+        StatusCode::kResourceExhausted,
+        fmt::format("a tensor of {} elements exceeds max_elements {}", count, limits.max_elements));
   }
   const uint64_t bits = static_cast<uint64_t>(ElementBits(type));
   // count <= max_elements (2^40 by default) keeps the products small; the sum saturates.

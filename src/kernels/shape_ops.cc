@@ -32,8 +32,8 @@ class ShapeKernel final : public Kernel {
     const int64_t end = end_ ? clamp(*end_) : rank;
     std::vector<int64_t> dims;
     for (int64_t i = start; i < end; ++i) dims.push_back(shape[static_cast<size_t>(i)]);
-    IDEM_ASSIGN_OR_RETURN(outputs[0], tensor_util::MakeInt64Tensor(
-                                          {static_cast<int64_t>(dims.size())}, dims));
+    IDEM_ASSIGN_OR_RETURN(outputs[0],
+                          tensor_util::MakeInt64Tensor({static_cast<int64_t>(dims.size())}, dims));
     return {};
   }
 
@@ -228,8 +228,8 @@ class SliceKernel final : public Kernel {
       if (inputs.size() > 3 && inputs[3] != nullptr) axes = ReadInts(inputs[3]->tensor());
       if (inputs.size() > 4 && inputs[4] != nullptr) steps = ReadInts(inputs[4]->tensor());
     }
-    const bool axes_given = attributes_ ? attributes_->axes.has_value()
-                                        : inputs.size() > 3 && inputs[3] != nullptr;
+    const bool axes_given =
+        attributes_ ? attributes_->axes.has_value() : inputs.size() > 3 && inputs[3] != nullptr;
     if (!axes_given) {
       for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
     }
@@ -252,7 +252,8 @@ class SliceKernel final : public Kernel {
       }
       if (axis < 0) axis += rank;
       const auto a = static_cast<size_t>(axis);
-      if (seen[a]) return Status(StatusCode::kInvalidArgument, fmt::format("axis {} is repeated", axis));
+      if (seen[a])
+        return Status(StatusCode::kInvalidArgument, fmt::format("axis {} is repeated", axis));
       seen[a] = 1;
       const int64_t dim = shape[a];
       const int64_t st = steps[k];
@@ -272,7 +273,8 @@ class SliceKernel final : public Kernel {
       // element), and neither `distance + step - 1` nor `-step` may be computed in int64.
       int64_t count = 0;
       if (st > 0 && e > s) {
-        count = static_cast<int64_t>(static_cast<uint64_t>(e - s - 1) / static_cast<uint64_t>(st)) + 1;
+        count =
+            static_cast<int64_t>(static_cast<uint64_t>(e - s - 1) / static_cast<uint64_t>(st)) + 1;
       }
       if (st < 0 && s > e) {
         const uint64_t magnitude = uint64_t{0} - static_cast<uint64_t>(st);
@@ -318,7 +320,8 @@ class SliceKernel final : public Kernel {
       for (uint64_t i = 0; i < total; ++i, advance()) {
         strings.push_back(src[static_cast<size_t>(source_of())]);
       }
-      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(std::move(out_shape), std::move(strings)));
+      IDEM_ASSIGN_OR_RETURN(outputs[0],
+                            Value::MakeStringTensor(std::move(out_shape), std::move(strings)));
       return {};
     }
     const int bits = ElementBits(type);
@@ -332,7 +335,8 @@ class SliceKernel final : public Kernel {
     for (uint64_t i = 0; i < total; ++i, advance()) {
       std::memcpy(out + i * size, src + static_cast<size_t>(source_of()) * size, size);
     }
-    IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(type, std::move(out_shape), std::move(buffer)));
+    IDEM_ASSIGN_OR_RETURN(outputs[0],
+                          Value::MakeTensor(type, std::move(out_shape), std::move(buffer)));
     return {};
   }
 

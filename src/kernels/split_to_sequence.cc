@@ -59,7 +59,7 @@ Status TooManyChunks(uint64_t count, uint64_t max_chunks) {
 constexpr uint64_t kValueBytesOverhead = Value::kBudgetOverhead;
 
 uint64_t ChunkBudget(const Tensor& input, uint64_t max_sequence_length) {
-  constexpr uint64_t kValueOverhead = 128;              // Value node + shape vector header
+  constexpr uint64_t kValueOverhead = 128;  // Value node + shape vector header
   // Always allowed, whatever the input. Small on purpose: it is granted per node, so what many
   // nodes make together is bounded by the run budget (every chunk is charged with its Value
   // overhead, see ValueBytes), not by this floor.
@@ -136,9 +136,9 @@ class SplitToSequenceKernel final : public Kernel {
     IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> lengths,
                           ChunkLengths(split, dim, ChunkBudget(input, attributes_.max_chunks)));
     // The chunks' Value overhead and any copied bytes count against the run budget.
-    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(
-        lengths.size() * (kValueBytesOverhead + 8 * input.rank()) + input.data().size() +
-        input.string_bytes()));
+    IDEM_RETURN_IF_ERROR(
+        ctx.CheckAllocation(lengths.size() * (kValueBytesOverhead + 8 * input.rank()) +
+                            input.data().size() + input.string_bytes()));
     // keepdims applies only to the default split into size-1 chunks.
     const bool drop_axis = split == nullptr && !attributes_.keepdims;
 

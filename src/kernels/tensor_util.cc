@@ -92,8 +92,8 @@ Result<Value> Stack(RunContext& ctx, ElementType type, std::span<const Value> pa
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& t = parts[i].tensor();
-    if (t.element_type() != type || !std::equal(t.shape().begin(), t.shape().end(),
-                                                part_shape.begin(), part_shape.end())) {
+    if (t.element_type() != type ||
+        !std::equal(t.shape().begin(), t.shape().end(), part_shape.begin(), part_shape.end())) {
       return Status(StatusCode::kRuntimeError,
                     fmt::format("iteration {} produced tensor({}) of shape [{}] but iteration 0 "
                                 "produced tensor({}) of shape [{}]; stacked outputs must agree",
@@ -102,7 +102,8 @@ Result<Value> Stack(RunContext& ctx, ElementType type, std::span<const Value> pa
     }
   }
   if (axis < 0 || axis > static_cast<int64_t>(part_shape.size())) {
-    return Status(StatusCode::kInvalidArgument, fmt::format("stacking axis {} is out of range", axis));
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("stacking axis {} is out of range", axis));
   }
   std::vector<int64_t> shape = part_shape;
   shape.insert(shape.begin() + axis, static_cast<int64_t>(parts.size()));
@@ -212,10 +213,11 @@ Result<Value> TakeAlongAxis(RunContext& ctx, const Tensor& t, int64_t axis, int6
   IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, outer * inner, ctx.limits()));
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
   std::byte* out = nullptr;
-  IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(*PackedByteSize(type, outer * inner), &out));
+  IDEM_ASSIGN_OR_RETURN(Buffer buffer,
+                        Buffer::Allocate(*PackedByteSize(type, outer * inner), &out));
   for (uint64_t o = 0; o < outer; ++o) {
-    CopyElements(out, o * inner, t.data().data(), (o * extent + static_cast<uint64_t>(index)) * inner,
-                 inner, bits);
+    CopyElements(out, o * inner, t.data().data(),
+                 (o * extent + static_cast<uint64_t>(index)) * inner, inner, bits);
   }
   return Value::MakeTensor(type, std::move(out_shape), std::move(buffer));
 }

@@ -12,9 +12,9 @@
 #include <iterator>
 #include <limits>
 
+#include "src/core/text.h"
 #include "src/onnx/proto_convert.h"
 #include "src/onnx/wire_walker.h"
-#include "src/core/text.h"
 
 namespace idem {
 namespace {
@@ -58,8 +58,7 @@ struct GraphLoadState {
 };
 
 Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
-                    GraphLoadState& state, GraphDef& graph,
-                    const CompactModel* streamed = nullptr);
+                    GraphLoadState& state, GraphDef& graph, const CompactModel* streamed = nullptr);
 
 // A GRAPH attribute's body. `depth` is the nesting of the graph holding the attribute (0 for the
 // main graph); recursion is bounded by Limits::max_graph_depth.
@@ -254,8 +253,8 @@ Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("{} nodes exceed max_nodes {}", state.nodes, limits.max_nodes));
   }
-  state.values += static_cast<uint64_t>(g.input_size()) + g.output_size() +
-                  g.value_info_size() + g.initializer_size();
+  state.values += static_cast<uint64_t>(g.input_size()) + g.output_size() + g.value_info_size() +
+                  g.initializer_size();
   if (state.values > limits.max_values) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("{} values exceed max_values {}", state.values, limits.max_values));
@@ -313,9 +312,10 @@ Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
       const RawRef& r = streamed->nodes[n];
       p.Clear();
       if (!p.ParseFromArray(streamed->node_bytes.data() + r.offset, static_cast<int>(r.length))) {
-        return Bad(fmt::format("not a valid ONNX model: protobuf parsing failed (node #{} does "
-                               "not parse)",
-                               n));
+        return Bad(
+            fmt::format("not a valid ONNX model: protobuf parsing failed (node #{} does "
+                        "not parse)",
+                        n));
       }
       IDEM_ASSIGN_OR_RETURN(NodeDef node, ConvertNode(p, n, context, depth, state));
       graph.nodes.push_back(std::move(node));
@@ -346,9 +346,10 @@ Result<GraphDef> LoadGraphFromBuffer(const Buffer& bytes, const std::string& bas
   if (!compact.ok()) {
     Status status = std::move(compact).take_status();
     if (status.code() != StatusCode::kInvalidModel) return status;
-    return Bad(fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated "
-                           "or not a ModelProto): {}",
-                           bytes.size(), status.message()));
+    return Bad(
+        fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated "
+                    "or not a ModelProto): {}",
+                    bytes.size(), status.message()));
   }
   // On an arena: one model holds many small messages, which an arena allocates in blocks and
   // frees at once (a third of the time of parsing a many-node model goes to malloc and free).
@@ -424,8 +425,7 @@ Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits
                                    const ExternalDataOptions& external) {
   // kCopy also copies the model file itself: its raw_data would otherwise point into a mapping
   // that a truncation of the file turns into SIGBUS.
-  auto bytes =
-      MapModelFile(path, limits.max_model_bytes, external.mode == ExternalDataMode::kCopy);
+  auto bytes = MapModelFile(path, limits.max_model_bytes, external.mode == ExternalDataMode::kCopy);
   if (!bytes.ok()) return std::move(bytes).take_status();
   auto graph = LoadGraphFromBuffer(bytes.value(), DirectoryOf(path), limits, external);
   if (!graph.ok()) return std::move(graph).take_status().WithContext(path);

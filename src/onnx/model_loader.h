@@ -12,8 +12,8 @@
 
 #include "idem/buffer.h"
 #include "idem/options.h"
-#include "idem/value.h"
 #include "idem/status.h"
+#include "idem/value.h"
 #include "src/core/graph_def.h"
 #include "src/onnx/external_data.h"
 

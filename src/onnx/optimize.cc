@@ -830,15 +830,17 @@ Result<Optimized> ParseAndOptimize(std::span<const std::byte> in, const Optimize
   if (!compact.ok()) {
     Status status = std::move(compact).take_status();
     if (status.code() != StatusCode::kInvalidModel) return status;
-    return Bad(fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, "
-                           "not a ModelProto, or nested deeper than the limits allow): {}",
-                           in.size(), status.message()));
+    return Bad(
+        fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, "
+                    "not a ModelProto, or nested deeper than the limits allow): {}",
+                    in.size(), status.message()));
   }
   onnx::ModelProto model;
   const auto parse_failed = [&] {
-    return Bad(fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, "
-                           "not a ModelProto, or nested deeper than the limits allow)",
-                           in.size()));
+    return Bad(
+        fmt::format("not a valid ONNX model: protobuf parsing failed ({} bytes; truncated, "
+                    "not a ModelProto, or nested deeper than the limits allow)",
+                    in.size()));
   };
   if (!ParseWithLimit(model, compact->bytes, recursion_limit)) return parse_failed();
   // The main graph's nodes were set apart by the walker, in order; nodes sit two levels down.

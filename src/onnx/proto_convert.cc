@@ -5,7 +5,6 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx-data_pb.h>
-#include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstring>
@@ -292,8 +291,7 @@ Result<std::optional<RawRef>> FindRawRef(const onnx::TensorProto& p, const LoadC
     if (field.number() != kRawRefField) continue;
     if (field.type() != google::protobuf::UnknownField::TYPE_VARINT ||
         context.model_bytes == nullptr || field.varint() >= context.raw_refs.size()) {
-      return Bad(fmt::format("{}: uses field number {}, which idem reserves", label,
-                             kRawRefField));
+      return Bad(fmt::format("{}: uses field number {}, which idem reserves", label, kRawRefField));
     }
     found = context.raw_refs[static_cast<size_t>(field.varint())];
   }

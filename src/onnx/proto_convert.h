@@ -11,8 +11,8 @@
 #include <span>
 #include <string>
 
-#include "idem/options.h"
 #include "idem/buffer.h"
+#include "idem/options.h"
 #include "idem/status.h"
 #include "idem/type.h"
 #include "idem/value.h"

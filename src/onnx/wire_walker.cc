@@ -12,9 +12,9 @@
 namespace idem {
 namespace {
 
+using google::protobuf::internal::WireFormatLite;
 using google::protobuf::io::CodedInputStream;
 using google::protobuf::io::CodedOutputStream;
-using google::protobuf::internal::WireFormatLite;
 
 // The messages whose fields the walker tells apart (onnx.proto as compiled into libonnx, and
 // onnx-data.proto). Every other message-typed field is treated as opaque bytes.
@@ -27,9 +27,9 @@ enum class Kind : uint8_t {
   kSparseTensor,
   kValueInfo,
   kType,
-  kTypeTensor,    // TypeProto.Tensor and TypeProto.SparseTensor (shape = 2)
-  kTypeElement,   // TypeProto.Sequence and TypeProto.Optional (elem_type = 1)
-  kTypeMap,       // TypeProto.Map (value_type = 2)
+  kTypeTensor,   // TypeProto.Tensor and TypeProto.SparseTensor (shape = 2)
+  kTypeElement,  // TypeProto.Sequence and TypeProto.Optional (elem_type = 1)
+  kTypeMap,      // TypeProto.Map (value_type = 2)
   kShape,
   kTrainingInfo,
   kFunction,
@@ -59,22 +59,32 @@ FieldRole RoleOf(Kind kind, int field) {
   switch (kind) {
     case Kind::kModel:
       switch (field) {
-        case 7: return Msg(Kind::kGraph);
-        case 8: return Msg(Kind::kLeaf);          // opset_import
-        case 14: return Msg(Kind::kLeaf);         // metadata_props
-        case 20: return Msg(Kind::kTrainingInfo);
-        case 25: return Msg(Kind::kFunction);
+        case 7:
+          return Msg(Kind::kGraph);
+        case 8:
+          return Msg(Kind::kLeaf);  // opset_import
+        case 14:
+          return Msg(Kind::kLeaf);  // metadata_props
+        case 20:
+          return Msg(Kind::kTrainingInfo);
+        case 25:
+          return Msg(Kind::kFunction);
       }
       break;
     case Kind::kGraph:
       switch (field) {
-        case 1: return Msg(Kind::kNode);
-        case 5: return Msg(Kind::kTensor);
-        case 15: return Msg(Kind::kSparseTensor);
+        case 1:
+          return Msg(Kind::kNode);
+        case 5:
+          return Msg(Kind::kTensor);
+        case 15:
+          return Msg(Kind::kSparseTensor);
         case 11:
         case 12:
-        case 13: return Msg(Kind::kValueInfo);
-        case 14: return Msg(Kind::kTensorAnnotation);
+        case 13:
+          return Msg(Kind::kValueInfo);
+        case 14:
+          return Msg(Kind::kTensorAnnotation);
       }
       break;
     case Kind::kNode:
@@ -83,14 +93,19 @@ FieldRole RoleOf(Kind kind, int field) {
     case Kind::kAttribute:
       switch (field) {
         case 5:
-        case 10: return Msg(Kind::kTensor);
+        case 10:
+          return Msg(Kind::kTensor);
         case 6:
-        case 11: return Msg(Kind::kGraph);
+        case 11:
+          return Msg(Kind::kGraph);
         case 22:
-        case 23: return Msg(Kind::kSparseTensor);
+        case 23:
+          return Msg(Kind::kSparseTensor);
         case 14:
-        case 15: return Msg(Kind::kType);
-        case 8: return {Role::kPackedVarint, Kind::kLeaf};
+        case 15:
+          return Msg(Kind::kType);
+        case 8:
+          return {Role::kPackedVarint, Kind::kLeaf};
       }
       break;
     case Kind::kTensor:
@@ -98,17 +113,22 @@ FieldRole RoleOf(Kind kind, int field) {
         case 1:
         case 5:
         case 7:
-        case 11: return {Role::kPackedVarint, Kind::kLeaf};
+        case 11:
+          return {Role::kPackedVarint, Kind::kLeaf};
         case 3:
-        case 13: return Msg(Kind::kLeaf);  // segment, external_data
-        case 9: return {Role::kRawData, Kind::kLeaf};
+        case 13:
+          return Msg(Kind::kLeaf);  // segment, external_data
+        case 9:
+          return {Role::kRawData, Kind::kLeaf};
       }
       break;
     case Kind::kSparseTensor:
       switch (field) {
         case 1:
-        case 2: return Msg(Kind::kTensor);
-        case 3: return {Role::kPackedVarint, Kind::kLeaf};
+        case 2:
+          return Msg(Kind::kTensor);
+        case 3:
+          return {Role::kPackedVarint, Kind::kLeaf};
       }
       break;
     case Kind::kValueInfo:
@@ -117,10 +137,13 @@ FieldRole RoleOf(Kind kind, int field) {
     case Kind::kType:
       switch (field) {
         case 1:
-        case 8: return Msg(Kind::kTypeTensor);
+        case 8:
+          return Msg(Kind::kTypeTensor);
         case 4:
-        case 9: return Msg(Kind::kTypeElement);
-        case 5: return Msg(Kind::kTypeMap);
+        case 9:
+          return Msg(Kind::kTypeElement);
+        case 5:
+          return Msg(Kind::kTypeMap);
       }
       break;
     case Kind::kTypeTensor:
@@ -138,15 +161,19 @@ FieldRole RoleOf(Kind kind, int field) {
     case Kind::kTrainingInfo:
       switch (field) {
         case 1:
-        case 2: return Msg(Kind::kGraph);
+        case 2:
+          return Msg(Kind::kGraph);
         case 3:
-        case 4: return Msg(Kind::kLeaf);
+        case 4:
+          return Msg(Kind::kLeaf);
       }
       break;
     case Kind::kFunction:
       switch (field) {
-        case 7: return Msg(Kind::kNode);
-        case 9: return Msg(Kind::kLeaf);
+        case 7:
+          return Msg(Kind::kNode);
+        case 9:
+          return Msg(Kind::kLeaf);
       }
       break;
     case Kind::kTensorAnnotation:
@@ -154,26 +181,38 @@ FieldRole RoleOf(Kind kind, int field) {
       break;
     case Kind::kSequence:
       switch (field) {
-        case 3: return Msg(Kind::kTensor);
-        case 4: return Msg(Kind::kSparseTensor);
-        case 5: return Msg(Kind::kSequence);
-        case 6: return Msg(Kind::kMap);
-        case 7: return Msg(Kind::kOptional);
+        case 3:
+          return Msg(Kind::kTensor);
+        case 4:
+          return Msg(Kind::kSparseTensor);
+        case 5:
+          return Msg(Kind::kSequence);
+        case 6:
+          return Msg(Kind::kMap);
+        case 7:
+          return Msg(Kind::kOptional);
       }
       break;
     case Kind::kMap:
       switch (field) {
-        case 3: return {Role::kPackedVarint, Kind::kLeaf};
-        case 5: return Msg(Kind::kSequence);
+        case 3:
+          return {Role::kPackedVarint, Kind::kLeaf};
+        case 5:
+          return Msg(Kind::kSequence);
       }
       break;
     case Kind::kOptional:
       switch (field) {
-        case 3: return Msg(Kind::kTensor);
-        case 4: return Msg(Kind::kSparseTensor);
-        case 5: return Msg(Kind::kSequence);
-        case 6: return Msg(Kind::kMap);
-        case 7: return Msg(Kind::kOptional);
+        case 3:
+          return Msg(Kind::kTensor);
+        case 4:
+          return Msg(Kind::kSparseTensor);
+        case 5:
+          return Msg(Kind::kSequence);
+        case 6:
+          return Msg(Kind::kMap);
+        case 7:
+          return Msg(Kind::kOptional);
       }
       break;
     case Kind::kLeaf:
@@ -186,11 +225,11 @@ FieldRole RoleOf(Kind kind, int field) {
 // (generated message objects are 100-300 bytes; every field occurrence becomes at least a
 // repeated-field slot, a std::string or an UnknownField entry; kept bytes are copied at most
 // twice: protobuf's string and the converted value).
-constexpr uint64_t kMessageCost = 320;   // a message object, its slot, its converted form
-constexpr uint64_t kFieldCost = 16;      // any field occurrence (a repeated scalar, twice)
-constexpr uint64_t kStringCost = 80;     // + a string/bytes/unknown field's std::string, twice
+constexpr uint64_t kMessageCost = 320;  // a message object, its slot, its converted form
+constexpr uint64_t kFieldCost = 16;     // any field occurrence (a repeated scalar, twice)
+constexpr uint64_t kStringCost = 80;    // + a string/bytes/unknown field's std::string, twice
 constexpr uint64_t kPackedVarintByteCost = 16;  // one byte may be one int64 element, twice
-constexpr uint64_t kBytesCost = 2;       // kept payload bytes: protobuf's copy, the converted one
+constexpr uint64_t kBytesCost = 2;  // kept payload bytes: protobuf's copy, the converted one
 
 constexpr uint64_t kWindow = uint64_t{1} << 30;
 
@@ -245,7 +284,8 @@ class Walker {
 
   void SkipTo(uint64_t pos) {
     const uint64_t here = Pos();
-    if (pos <= window_end_ && pos - here <= static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    if (pos <= window_end_ &&
+        pos - here <= static_cast<uint64_t>(std::numeric_limits<int>::max())) {
       stream_->Skip(static_cast<int>(pos - here));
     } else {
       Seek(pos);
@@ -275,9 +315,9 @@ class Walker {
   Status CountRank(uint64_t* rank, uint64_t added) {
     *rank += added;
     if (*rank > limits_.max_rank) {
-      return Status(StatusCode::kResourceExhausted,
-                    fmt::format("a tensor or shape has more than max_rank {} dims",
-                                limits_.max_rank));
+      return Status(
+          StatusCode::kResourceExhausted,
+          fmt::format("a tensor or shape has more than max_rank {} dims", limits_.max_rank));
     }
     return {};
   }
@@ -296,8 +336,8 @@ class Walker {
                       fmt::format("more than max_nodes {} nodes", limits_.max_nodes));
       }
     }
-    if (parent == Kind::kGraph && (field == 5 || field == 11 || field == 12 || field == 13 ||
-                                   field == 15)) {
+    if (parent == Kind::kGraph &&
+        (field == 5 || field == 11 || field == 12 || field == 13 || field == 15)) {
       if (++counts.values > limits_.max_values) {
         return Status(StatusCode::kResourceExhausted,
                       fmt::format("more than max_values {} values", limits_.max_values));
@@ -306,9 +346,9 @@ class Walker {
     // The main graph is depth 1; max_graph_depth bounds the subgraphs below it, as the
     // converter counts them.
     if (kind == Kind::kGraph && graph_depth - 1 > limits_.max_graph_depth) {
-      return Status(StatusCode::kResourceExhausted,
-                    fmt::format("subgraphs nest deeper than max_graph_depth {}",
-                                limits_.max_graph_depth));
+      return Status(
+          StatusCode::kResourceExhausted,
+          fmt::format("subgraphs nest deeper than max_graph_depth {}", limits_.max_graph_depth));
     }
     if (kind == Kind::kTensor && parent == Kind::kSequence &&
         ++sequence_items_ > limits_.max_sequence_length) {
@@ -391,9 +431,9 @@ class Walker {
         case Role::kMessage: {
           IDEM_RETURN_IF_ERROR(CountEntry(role.child, kind, number, graph_depth + 1));
           if (depth + 1 > max_depth_) {
-            return Status(StatusCode::kInvalidModel,
-                          fmt::format("messages nested deeper than {} (byte {})", max_depth_,
-                                      field_start));
+            return Status(
+                StatusCode::kInvalidModel,
+                fmt::format("messages nested deeper than {} (byte {})", max_depth_, field_start));
           }
           const int child_graph_depth = role.child == Kind::kGraph ? graph_depth + 1 : graph_depth;
           const bool child_is_main = kind == Kind::kModel && number == 7;
@@ -416,8 +456,8 @@ class Walker {
             Append(copy_from, tag_end);  // the tag as read; the length is re-encoded
             length_at = sink_->size();
           }
-          IDEM_RETURN_IF_ERROR(WalkMessage(role.child, content_end, depth + 1, child_graph_depth,
-                                           child_is_main));
+          IDEM_RETURN_IF_ERROR(
+              WalkMessage(role.child, content_end, depth + 1, child_graph_depth, child_is_main));
           if (emit_) FinishLength(length_at);
           copy_from = content_end;
           break;
@@ -453,7 +493,8 @@ class Walker {
   }
 
   void Append(uint64_t from, uint64_t to) {
-    if (to > from) sink_->append(reinterpret_cast<const char*>(base_ + from), static_cast<size_t>(to - from));
+    if (to > from)
+      sink_->append(reinterpret_cast<const char*>(base_ + from), static_cast<size_t>(to - from));
   }
 
   // The bytes after `at` are a message's content; insert its length varint at `at`.
@@ -527,9 +568,9 @@ class Expander {
 
  private:
   Status Bad(uint64_t at) const {
-    return Status(StatusCode::kInternal,
-                  fmt::format("expanding raw_data references: malformed compact model at byte {}",
-                              at));
+    return Status(
+        StatusCode::kInternal,
+        fmt::format("expanding raw_data references: malformed compact model at byte {}", at));
   }
 
   // Walks the message at [begin, end) of compact_; returns its expanded size.

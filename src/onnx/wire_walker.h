@@ -52,11 +52,11 @@ struct RawRef {
 
 struct WireCounts {
   uint64_t messages = 0;
-  uint64_t nodes = 0;       // in every graph, subgraphs included
-  uint64_t values = 0;      // graph inputs, outputs, value_info, initializers (all graphs)
-  uint64_t raw_bytes = 0;   // raw_data payload bytes (left in place for models)
+  uint64_t nodes = 0;            // in every graph, subgraphs included
+  uint64_t values = 0;           // graph inputs, outputs, value_info, initializers (all graphs)
+  uint64_t raw_bytes = 0;        // raw_data payload bytes (left in place for models)
   uint64_t estimated_bytes = 0;  // what materialising the input is estimated to cost
-  int graph_depth = 0;      // deepest graph nesting (the main graph is 1)
+  int graph_depth = 0;           // deepest graph nesting (the main graph is 1)
 };
 
 // The root message of a value file (.pb).
@@ -65,7 +65,7 @@ enum class ValueMessage { kTensor, kSequence, kOptional };
 struct CompactModel {
   // The model with every raw_data replaced by a reference, and without the main graph's nodes.
   std::string bytes;
-  std::vector<RawRef> refs;   // indexed by the reference fields' values
+  std::vector<RawRef> refs;  // indexed by the reference fields' values
   // The main graph's (ModelProto.graph's) nodes, each a compact NodeProto at nodes[i] in
   // node_bytes, in order (across repeated graph fields, as protobuf would merge them), so they
   // can be parsed and converted one at a time.

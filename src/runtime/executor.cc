@@ -78,14 +78,13 @@ FlatPlan Flatten(const Plan& plan) {
       in_place = !(step.inputs[i].source == ValueRef::Source::kComputed &&
                    step.inputs[i].index == step.inputs[0].index);
     }
-    flat.steps.push_back(FlatStep{step.kernel.get(), static_cast<uint32_t>(flat.step_inputs.size()),
-                                  static_cast<uint32_t>(step.inputs.size()), step.first_output,
-                                  step.output_count, static_cast<uint32_t>(flat.releases.size()),
-                                  static_cast<uint32_t>(step.release.size()), in_place,
-                                  step.output_is_input,
-                                  step.output_is_input && step.inputs.size() == 1 &&
-                                      step.output_count == 1 &&
-                                      step.inputs[0].source != ValueRef::Source::kNone});
+    flat.steps.push_back(
+        FlatStep{step.kernel.get(), static_cast<uint32_t>(flat.step_inputs.size()),
+                 static_cast<uint32_t>(step.inputs.size()), step.first_output, step.output_count,
+                 static_cast<uint32_t>(flat.releases.size()),
+                 static_cast<uint32_t>(step.release.size()), in_place, step.output_is_input,
+                 step.output_is_input && step.inputs.size() == 1 && step.output_count == 1 &&
+                     step.inputs[0].source != ValueRef::Source::kNone});
     flat.step_inputs.insert(flat.step_inputs.end(), step.inputs.begin(), step.inputs.end());
     flat.releases.insert(flat.releases.end(), step.release.begin(), step.release.end());
   }
@@ -130,8 +129,7 @@ class RunState final : public RunContext {
   RunState(const Executor& executor, const Limits& limits, const RunOptions* options)
       : RunContext(limits, options), executor_(executor) {}
 
-  Status RunSubgraph(int32_t handle, std::span<Value> feeds,
-                     std::span<Value> outputs) override {
+  Status RunSubgraph(int32_t handle, std::span<Value> feeds, std::span<Value> outputs) override {
     if (handle < 0 || static_cast<size_t>(handle) >= executor_.subgraphs_.size()) {
       return Status(StatusCode::kInternal, fmt::format("no subgraph #{}", handle));
     }
@@ -253,19 +251,19 @@ class RunState final : public RunContext {
                      uint64_t* bytes) {
     bool over_budget = false;
     for (int32_t o = 0; o < step.output_count; ++o) {
-        const Value& out = outputs[o];
-        if (out.is_null()) continue;
-        bool shared = false;
-        if (!(step.forward_in_place && o == 0)) {
-          for (uint32_t i = 0; i < step.input_count && !shared; ++i) {
-            shared = inputs[i] != nullptr && inputs[i]->SharesStorageWith(out);
-          }
+      const Value& out = outputs[o];
+      if (out.is_null()) continue;
+      bool shared = false;
+      if (!(step.forward_in_place && o == 0)) {
+        for (uint32_t i = 0; i < step.input_count && !shared; ++i) {
+          shared = inputs[i] != nullptr && inputs[i]->SharesStorageWith(out);
         }
-        if (shared) continue;  // bytes[] stays 0
-        const uint64_t b = ValueBytes(out);
-        bytes[static_cast<size_t>(step.first_output + o)] = b;
-        over_budget |= !AddLive(b);
       }
+      if (shared) continue;  // bytes[] stays 0
+      const uint64_t b = ValueBytes(out);
+      bytes[static_cast<size_t>(step.first_output + o)] = b;
+      over_budget |= !AddLive(b);
+    }
     return !over_budget;
   }
 

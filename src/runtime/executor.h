@@ -31,9 +31,9 @@ struct CacheLineAllocator {
   explicit CacheLineAllocator(const CacheLineAllocator<U>&) {}
   T* allocate(size_t n) {
     const size_t bytes = (n * sizeof(T) + kLine - 1) / kLine * kLine;
-    return static_cast<T*>(::operator new(bytes, std::align_val_t{kLine}));
+    return static_cast<T*>(::operator new (bytes, std::align_val_t{kLine}));
   }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{kLine}); }
+  void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{kLine}); }
   bool operator==(const CacheLineAllocator&) const { return true; }
 };
 

@@ -203,9 +203,8 @@ namespace {
 // planner has a parent: names it cannot find are resolved in the enclosing graphs and captured.
 class GraphPlanner {
  public:
-  GraphPlanner(const GraphDef& graph, const KernelRegistry& registry,
-               const SessionOptions& options, Program& program, GraphPlanner* parent,
-               int depth)
+  GraphPlanner(const GraphDef& graph, const KernelRegistry& registry, const SessionOptions& options,
+               Program& program, GraphPlanner* parent, int depth)
       : graph_(graph),
         registry_(registry),
         options_(options),
@@ -391,9 +390,8 @@ class GraphPlanner {
         auto versions = registry_.Versions(node.domain, node.op_type);
         unsupported.push_back(
             versions.empty() ? fmt::format("{}-{}", node.op_type, opset->second)
-                             : fmt::format("{}-{} (idem implements it from opset {})",
-                                           node.op_type, opset->second,
-                                           versions.front()->since_version));
+                             : fmt::format("{}-{} (idem implements it from opset {})", node.op_type,
+                                           opset->second, versions.front()->since_version));
       }
     }
     if (!unsupported.empty()) {
@@ -432,8 +430,8 @@ class GraphPlanner {
           : min_inputs == max_inputs ? std::to_string(min_inputs)
                                      : fmt::format("{} to {}", min_inputs, max_inputs)));
     }
-    bool variadic_out = !schema.outputs.empty() &&
-                        schema.outputs.back().arity == FormalParameter::Arity::kVariadic;
+    bool variadic_out =
+        !schema.outputs.empty() && schema.outputs.back().arity == FormalParameter::Arity::kVariadic;
     if (node.outputs.empty() || (!variadic_out && node.outputs.size() > schema.outputs.size())) {
       return Invalid(fmt::format("{}: has {} outputs; {} produces {}", label, node.outputs.size(),
                                  schema.Name(), schema.outputs.size()));
@@ -455,8 +453,8 @@ class GraphPlanner {
   }
 
   // Inputs defined before use (here or in an enclosing graph), and their types.
-  Status BindNodeInputs(size_t n, const KernelSchema& schema, const std::string& label,
-                        Step& step, std::vector<const Type*>& input_types) {
+  Status BindNodeInputs(size_t n, const KernelSchema& schema, const std::string& label, Step& step,
+                        std::vector<const Type*>& input_types) {
     const NodeDef& node = graph_.nodes[n];
     input_types.assign(node.inputs.size(), nullptr);
     step.inputs.assign(node.inputs.size(), ValueRef{});
@@ -501,8 +499,8 @@ class GraphPlanner {
   }
 
   // Type constraints, with each type parameter bound consistently.
-  Status CheckInputTypes(const NodeDef& node, const KernelSchema& schema,
-                         const std::string& label, std::span<const Type* const> input_types,
+  Status CheckInputTypes(const NodeDef& node, const KernelSchema& schema, const std::string& label,
+                         std::span<const Type* const> input_types,
                          std::unordered_map<std::string, std::pair<Type, std::string>>& bound) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (input_types[i] == nullptr) continue;
@@ -519,8 +517,7 @@ class GraphPlanner {
       if (formal.arity == FormalParameter::Arity::kVariadic && schema.heterogeneous_variadic) {
         continue;
       }
-      auto [b, inserted] =
-          bound.emplace(formal.type_param, std::make_pair(actual, node.inputs[i]));
+      auto [b, inserted] = bound.emplace(formal.type_param, std::make_pair(actual, node.inputs[i]));
       if (!inserted && !b->second.first.SameStructure(actual)) {
         return Invalid(fmt::format("{}: input {} is {} but input {} is {}; both are type {}", label,
                                    QuoteName(node.inputs[i]), actual.ToString(),
@@ -616,7 +613,8 @@ class GraphPlanner {
       }
     }
     for (const ValueRef& ref : plan.output_refs) {
-      if (ref.source == ValueRef::Source::kComputed) last[static_cast<size_t>(ref.index)] = kAfterAll;
+      if (ref.source == ValueRef::Source::kComputed)
+        last[static_cast<size_t>(ref.index)] = kAfterAll;
     }
     for (size_t s = 0; s < plan.steps.size(); ++s) {
       Step& step = plan.steps[s];

@@ -34,9 +34,9 @@ struct ValueRef {
 
 struct Step {
   std::unique_ptr<Kernel> kernel;
-  std::string label;  // "node 'id0' (Identity-16)", prefixed to run-time errors
+  std::string label;             // "node 'id0' (Identity-16)", prefixed to run-time errors
   std::vector<ValueRef> inputs;  // formal inputs, then captured outer values (control flow)
-  int32_t first_output = 0;  // outputs are computed slots [first_output, +output_count)
+  int32_t first_output = 0;      // outputs are computed slots [first_output, +output_count)
   int32_t output_count = 0;
   bool output_is_input = false;  // KernelSchema::output_is_input
   bool reuses_input0 = false;    // KernelSchema::reuses_input0

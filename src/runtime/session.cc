@@ -181,9 +181,9 @@ Result<Session> Session::Create(const std::string& path, const SessionOptions& o
 Result<Session> Session::CreateFromBytes(std::span<const std::byte> bytes,
                                          const std::string& base_dir,
                                          const SessionOptions& options) {
-  return Finish(LoadGraphFromBytes(bytes, base_dir, options.limits,
-                                   ExternalDataOptions::From(options)), options,
-                &SessionFactory::Make);
+  return Finish(
+      LoadGraphFromBytes(bytes, base_dir, options.limits, ExternalDataOptions::From(options)),
+      options, &SessionFactory::Make);
 }
 
 Result<Session> Session::CreateFromBuffer(const Buffer& bytes, const std::string& base_dir,
@@ -200,9 +200,9 @@ Result<Session> CreateSessionFromProto(const onnx::ModelProto& model, const std:
 
 Result<Session> CreateSessionFromProto(onnx::ModelProto&& model, const std::string& base_dir,
                                        const SessionOptions& options) {
-  return Finish(LoadGraphFromProto(model, base_dir, options.limits,
-                                   ExternalDataOptions::From(options)), options,
-                &SessionFactory::Make);
+  return Finish(
+      LoadGraphFromProto(model, base_dir, options.limits, ExternalDataOptions::From(options)),
+      options, &SessionFactory::Make);
 }
 
 std::span<const ValueInfo> Session::inputs() const { return impl_->plan.feeds; }
