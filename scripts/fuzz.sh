@@ -21,7 +21,8 @@ PARALLEL=${FUZZ_PARALLEL:-1}
 echo "== configure + build $BUILD_DIR (clang, libFuzzer + ASan + UBSan)"
 CC=clang CXX=clang++ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g" -DIDEM_BUILD_FUZZ=ON -DIDEM_BUILD_TESTS=OFF \
-  -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_PYTHON=OFF >/dev/null
+  -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_PYTHON=OFF \
+  -DIDEM_WERROR="$([ "${CI:-}" = true ] && echo ON || echo OFF)" >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${TARGETS[@]}" | tail -1
 
 echo "== seed corpora -> $WORK/seeds"

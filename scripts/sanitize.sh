@@ -23,7 +23,8 @@ echo "== configure + build $DIR ($CXX, -fsanitize=$SAN)"
 # -O1 keeps the suite fast enough; asserts stay on (no NDEBUG).
 cmake -S . -B "$DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" -DIDEM_SANITIZE="$SAN" -DIDEM_BUILD_TESTS=ON \
-  -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_PYTHON=OFF -DIDEM_BUILD_FUZZ=OFF >/dev/null
+  -DIDEM_BUILD_BENCH=OFF -DIDEM_BUILD_PYTHON=OFF -DIDEM_BUILD_FUZZ=OFF \
+  -DIDEM_WERROR="$([ "${CI:-}" = true ] && echo ON || echo OFF)" >/dev/null
 # The build log is kept; on failure its errors are shown (not only the last line).
 if ! cmake --build "$DIR" -j"$(nproc)" >"$DIR/build.log" 2>&1; then
   grep -E -A8 'error|FAILED' "$DIR/build.log" | head -80

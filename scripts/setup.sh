@@ -9,7 +9,7 @@ PACKAGES=(build-essential cmake ninja-build clang libclang-rt-14-dev
           python3-pip python3-setuptools python3-wheel python3-venv
           libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev pybind11-dev
           dpkg-dev pkgconf
-          libgtest-dev libgmock-dev libbenchmark-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -32,5 +32,8 @@ if [ "${IDEM_ORT:-0}" = 1 ] && [ ! -d "$BUILD_DIR/ort/node_modules/onnxruntime-n
   mkdir -p "$BUILD_DIR/ort"
   (cd "$BUILD_DIR/ort" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@1.30.0)
 fi
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
+# In CI (CI=true) warnings are errors: IDEM_WERROR adds -Werror to idem's own targets.
+WERROR_ARGS=()
+[ "${CI:-}" = true ] && WERROR_ARGS=(-DIDEM_WERROR=ON)
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${WERROR_ARGS[@]}" ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

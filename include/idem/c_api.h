@@ -31,6 +31,9 @@
 #ifndef IDEM_C_API_H_
 #define IDEM_C_API_H_
 
+/* A C99 header (also compiled as C++): C headers and typedefs, not <cstddef> or `using`. */
+/* NOLINTBEGIN(modernize-deprecated-headers,modernize-use-using) */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -371,5 +374,7 @@ IDEM_API idem_status_t* idem_optional_value(const idem_value_t* value, idem_valu
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+/* NOLINTEND(modernize-deprecated-headers,modernize-use-using) */
 
 #endif /* IDEM_C_API_H_ */

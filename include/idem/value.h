@@ -107,7 +107,8 @@ class IDEM_API Value {
 
 class IDEM_API Tensor {
  public:
-  Tensor() noexcept {}
+  // Not `= default`: the union of dims below would make a defaulted constructor deleted.
+  Tensor() noexcept {}  // NOLINT(modernize-use-equals-default)
   Tensor(const Tensor& other);
   Tensor(Tensor&& other) noexcept;
   Tensor& operator=(const Tensor& other);

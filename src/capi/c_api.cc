@@ -101,7 +101,7 @@ idem_status_t* OutOfMemory() noexcept {
   return &oom;
 }
 
-idem_status_t* MakeStatus(idem_status_code_t code, std::string message) noexcept {
+idem_status_t* MakeStatus(idem_status_code_t code, const std::string& message) noexcept {
   try {
     auto* s = new idem_status_t;
     s->code = code;

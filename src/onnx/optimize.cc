@@ -884,7 +884,11 @@ Status WriteReleasingMappedPages(std::span<const std::byte> piece,
     // Whole pages inside the chunk only (its edges may share a page with bytes still to come).
     const auto first = (reinterpret_cast<uintptr_t>(chunk.data()) + page - 1) / page * page;
     const auto last = (reinterpret_cast<uintptr_t>(chunk.data()) + chunk.size()) / page * page;
-    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    if (last > first) {
+      // Page arithmetic needs the address as an integer and back.
+      madvise(reinterpret_cast<void*>(first),  // NOLINT(performance-no-int-to-ptr)
+              last - first, MADV_DONTNEED);
+    }
   }
   return {};
 }
@@ -899,7 +903,7 @@ Status WriteOptimized(const Optimized& optimized, std::span<const std::byte> in,
 
 // realpath of `path`'s folder ("." when it has none).
 std::string RealFolder(const std::string& path) {
-  const std::string dir = DirectoryOf(path);
+  std::string dir = DirectoryOf(path);
   char buf[PATH_MAX];
   if (realpath(dir.c_str(), buf) == nullptr) return dir;
   return buf;
@@ -1036,8 +1040,9 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
     const std::string base_dir = DirectoryOf(in_path);
     for (const std::string& location : result->external_locations) {
       struct stat data_st {};
-      const std::string data_path =
-          !location.empty() && location[0] == '/' ? location : base_dir + "/" + location;
+      const std::string data_path = !location.empty() && location[0] == '/'
+                                        ? location
+                                        : fmt::format("{}/{}", base_dir, location);
       if (stat(data_path.c_str(), &data_st) == 0 && data_st.st_dev == out_now.st_dev &&
           data_st.st_ino == out_now.st_ino) {
         return Status(StatusCode::kInvalidArgument,

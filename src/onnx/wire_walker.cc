@@ -61,10 +61,9 @@ FieldRole RoleOf(Kind kind, int field) {
       switch (field) {
         case 7:
           return Msg(Kind::kGraph);
-        case 8:
-          return Msg(Kind::kLeaf);  // opset_import
-        case 14:
-          return Msg(Kind::kLeaf);  // metadata_props
+        case 8:   // opset_import
+        case 14:  // metadata_props
+          return Msg(Kind::kLeaf);
         case 20:
           return Msg(Kind::kTrainingInfo);
         case 25:

@@ -30,7 +30,8 @@ class SmallArray {
   T& operator[](size_t i) { return data_[i]; }
 
  private:
-  alignas(T) std::byte inline_[N * sizeof(T)];
+  // Storage for N elements, whatever T is (pointers included).
+  alignas(T) std::byte inline_[N * sizeof(T)];  // NOLINT(bugprone-sizeof-expression)
   T* data_;
   size_t size_;
   std::unique_ptr<T[]> heap_;
