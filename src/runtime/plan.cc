@@ -253,8 +253,7 @@ class GraphPlanner {
       // An enclosing graph's constant is a constant here too (the handle is shared, not the
       // bytes copied), so nodes in the subgraph see it as a fact and can be folded.
       const auto index = static_cast<int32_t>(plan_->constants.size());
-      plan_->constants.push_back(
-          parent_->plan_->constants[static_cast<size_t>(outer->ref.index)]);
+      plan_->constants.push_back(parent_->plan_->constants[static_cast<size_t>(outer->ref.index)]);
       auto [inserted, ok] =
           slots_.emplace(name, NamedSlot{{ValueRef::Source::kConstant, index}, outer->type, -1});
       return &inserted->second;
@@ -547,10 +546,10 @@ class GraphPlanner {
     }
     for (size_t o = 0; o < outputs; ++o) {
       if (!values[o].type().SameStructure(prepared.inference.types[o])) {
-        return Status(StatusCode::kInternal,
-                      fmt::format("{}: folded output {} is {} but inference said {}", label, o,
-                                  values[o].type().ToString(),
-                                  prepared.inference.types[o].ToString()));
+        return Status(
+            StatusCode::kInternal,
+            fmt::format("{}: folded output {} is {} but inference said {}", label, o,
+                        values[o].type().ToString(), prepared.inference.types[o].ToString()));
       }
     }
     node_lines_ += fmt::format("  {}: {} -> {}  (folded at planning)\n", label,
@@ -561,8 +560,7 @@ class GraphPlanner {
       const auto index = static_cast<int32_t>(plan_->constants.size());
       Type type = values[o].type();
       plan_->constants.push_back(std::move(values[o]));
-      slots_[node.outputs[o]] = {{ValueRef::Source::kConstant, index}, std::move(type),
-                                 producer};
+      slots_[node.outputs[o]] = {{ValueRef::Source::kConstant, index}, std::move(type), producer};
     }
     return true;
   }
@@ -864,8 +862,8 @@ Status GraphPlanner::PlanNode(size_t n) {
       all_constant = false;
     }
   }
-  NodeContext context{node,           schema.since_version, input_types, options_.limits,
-                      &subgraphs,     constant_inputs};
+  NodeContext context{node,       schema.since_version, input_types, options_.limits,
+                      &subgraphs, constant_inputs};
   auto prepared = schema.prepare(context);
   if (!prepared.ok()) return std::move(prepared).take_status().WithContext(label);
   std::vector<Type>* inferred = &prepared->inference.types;
@@ -879,9 +877,9 @@ Status GraphPlanner::PlanNode(size_t n) {
   IDEM_RETURN_IF_ERROR(CheckOutputTypes(node, schema, label, *inferred, bound));
   // Constant folding: outputs the facts determine, or a pure kernel over constant inputs run
   // once now, become constants of the plan (no step runs for them).
-  IDEM_ASSIGN_OR_RETURN(bool folded, FoldNode(node, schema, label, *prepared, constant_inputs,
-                                              all_constant, subgraphs.captures().empty(),
-                                              static_cast<int>(n)));
+  IDEM_ASSIGN_OR_RETURN(bool folded,
+                        FoldNode(node, schema, label, *prepared, constant_inputs, all_constant,
+                                 subgraphs.captures().empty(), static_cast<int>(n)));
   if (folded) return {};
   // A declared output (value_info or graph output; compatible, as just checked) completes what
   // inference left unknown, as ONNX's shape inference merges them; only a zero-iteration Loop's
