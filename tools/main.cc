@@ -20,6 +20,7 @@
 #include "src/onnx/proto_convert.h"
 #include "tools/backend_test.h"
 #include "tools/generate.h"
+#include "tools/operator_table.h"
 
 namespace {
 
@@ -388,6 +389,12 @@ int main(int argc, char** argv) {
           ->check(CLI::NonNegativeNumber)
           ->check(not_nan);
 
+  CLI::App* ops = app.add_subcommand(
+      "ops", "List every operator and version idem runs (Markdown, as docs/operators.md)");
+  bool ops_markdown = false;
+  ops->add_flag("--markdown", ops_markdown,
+                "Markdown output (the only format; accepted for clarity)");
+
   CLI::App* check = app.add_subcommand("check", "Validate a model and say what is wrong");
   check->add_option("MODEL", model, "model.onnx")->required();
   CLI::App* info = app.add_subcommand("info", "Show IR, opsets, inputs, outputs and nodes");
@@ -442,7 +449,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
-    fmt::print(stderr, "usage: idem run|test|check|info|optimize ... (see idem --help)\n");
+    fmt::print(stderr, "usage: idem run|test|check|info|optimize|ops ... (see idem --help)\n");
     return 2;
   }
   idem::SessionOptions options;
@@ -459,6 +466,10 @@ int main(int argc, char** argv) {
         tolerance = idem::tools::Tolerance{rtol, atol};
       }
       return Test(test_paths, skip_unsupported, quiet, options, timeout_seconds, tolerance);
+    }
+    if (*ops) {
+      std::fputs(idem::OperatorTableMarkdown().c_str(), stdout);
+      return 0;
     }
     if (*check) return Check(model, options);
     if (*info) return Info(model, options);
