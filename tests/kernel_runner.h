@@ -43,6 +43,55 @@ class KernelRunner {
     a.ints = std::move(v);
     return Attr(std::move(a));
   }
+  KernelRunner& FloatAttr(const std::string& name, float v) {
+    Attribute a;
+    a.name = name;
+    a.kind = Attribute::Kind::kFloat;
+    a.f = v;
+    return Attr(std::move(a));
+  }
+  KernelRunner& FloatsAttr(const std::string& name, std::vector<float> v) {
+    Attribute a;
+    a.name = name;
+    a.kind = Attribute::Kind::kFloats;
+    a.floats = std::move(v);
+    return Attr(std::move(a));
+  }
+  KernelRunner& StringAttr(const std::string& name, std::string v) {
+    Attribute a;
+    a.name = name;
+    a.kind = Attribute::Kind::kString;
+    a.s = std::move(v);
+    return Attr(std::move(a));
+  }
+  KernelRunner& StringsAttr(const std::string& name, std::vector<std::string> v) {
+    Attribute a;
+    a.name = name;
+    a.kind = Attribute::Kind::kStrings;
+    a.strings = std::move(v);
+    return Attr(std::move(a));
+  }
+  KernelRunner& TensorAttr(const std::string& name, Value v) {
+    Attribute a;
+    a.name = name;
+    a.kind = Attribute::Kind::kTensor;
+    a.tensor = std::move(v);
+    return Attr(std::move(a));
+  }
+  // Input i is known to the planner as a constant (an initializer): inference sees its value
+  // and may fold the node (the runner then checks the folded value equals the kernel's).
+  KernelRunner& ConstantInput(size_t i) {
+    constant_inputs_.push_back(i);
+    return *this;
+  }
+  // Input types as the planner would see them when shapes are unknown (rank unknown), to test
+  // inference without shapes; by default the planner sees the inputs' full shapes.
+  KernelRunner& UnknownShapes() {
+    unknown_shapes_ = true;
+    return *this;
+  }
+  // The types inference gave in the last Run.
+  const std::vector<Type>& inferred() const { return inferred_; }
   KernelRunner& WithLimits(const Limits& limits) {
     limits_ = limits;
     return *this;
@@ -60,7 +109,15 @@ class KernelRunner {
       }
     }
     std::vector<Type> types;
-    for (const Value& v : inputs) types.push_back(v.is_null() ? Type() : v.type());
+    for (const Value& v : inputs) {
+      if (v.is_null()) {
+        types.emplace_back();
+      } else if (unknown_shapes_ && v.is_tensor()) {
+        types.push_back(Type::Tensor(v.tensor().element_type()));
+      } else {
+        types.push_back(v.type());
+      }
+    }
     std::vector<const Type*> type_ptrs;
     node_.inputs.clear();
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -75,19 +132,39 @@ class KernelRunner {
       }
     }
     node_.outputs.assign(outputs, "out");
-    NodeContext ctx{node_, schema->since_version, type_ptrs, limits_, nullptr};
-    IDEM_ASSIGN_OR_RETURN(std::vector<Type> inferred, schema->infer(ctx));
-    IDEM_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, schema->create(ctx));
+    std::vector<const Value*> constants(inputs.size(), nullptr);
+    for (size_t i : constant_inputs_) {
+      if (i < inputs.size() && !inputs[i].is_null()) constants[i] = &inputs[i];
+    }
+    NodeContext ctx{node_, schema->since_version, type_ptrs, limits_, nullptr, constants};
+    IDEM_ASSIGN_OR_RETURN(PreparedNode prepared, schema->prepare(ctx));
+    std::vector<Type> inferred = prepared.inference.types;
+    inferred_ = inferred;
+    if (inferred.size() < outputs) {
+      return Status(StatusCode::kInternal, "inference gave too few output types");
+    }
+    std::unique_ptr<Kernel> kernel = std::move(prepared.kernel);
     std::vector<const Value*> in;
     for (const Value& v : inputs) in.push_back(v.is_null() ? nullptr : &v);
     std::vector<Value> out(outputs);
     NoSubgraphs run(limits_, nullptr);
     IDEM_RETURN_IF_ERROR(kernel->RunWith(run, in, out));
     for (size_t o = 0; o < outputs; ++o) {
-      if (!inferred[o].SameStructure(out[o].type())) {
-        return Status(StatusCode::kInternal, "output " + std::to_string(o) + " is " +
-                                                 out[o].type().ToString() + " but inference said " +
-                                                 inferred[o].ToString());
+      if (out[o].is_null()) {
+        return Status(StatusCode::kInternal, "output " + std::to_string(o) + " was not set");
+      }
+      // Inference must agree with what the kernel made: structure, and every dim it claims.
+      if (!inferred[o].SameStructure(out[o].type()) || !inferred[o].CompatibleWith(out[o].type())) {
+        return Status(StatusCode::kInternal,
+                      "output " + std::to_string(o) + " is " + out[o].type().ToShortString() +
+                          " but inference said " + inferred[o].ToShortString());
+      }
+      // A value inference claims (folded at planning) must be the kernel's, bit for bit.
+      if (o < prepared.inference.values.size() && !prepared.inference.values[o].is_null()) {
+        if (auto why = DescribeDifference(prepared.inference.values[o], out[o])) {
+          return Status(StatusCode::kInternal,
+                        "output " + std::to_string(o) + " inferred value differs: " + *why);
+        }
       }
     }
     return out;
@@ -97,6 +174,9 @@ class KernelRunner {
   NodeDef node_;
   int opset_;
   Limits limits_;
+  std::vector<size_t> constant_inputs_;
+  bool unknown_shapes_ = false;
+  std::vector<Type> inferred_;
 };
 
 }  // namespace idem::testing

@@ -44,6 +44,11 @@ struct SessionOptions {
   // Removes Identity nodes from the plan so their outputs alias their inputs (validation still
   // checks every Identity's types). Off only to measure or debug.
   bool eliminate_identity = true;
+  // Computes, once at Session::Create, every value the constants determine (Shape of a statically
+  // shaped value, arithmetic on initializers, ...), so no step runs for it. Results larger than
+  // 16 MiB, and kernels that fail on their constant inputs, are left to run time. Off only to
+  // measure or debug (the general path then runs every node).
+  bool fold_constants = true;
   ExternalDataMode external_data = ExternalDataMode::kMap;
   // External-data files with more than one hard link are refused unless this is set (a link in
   // the model's folder may point at a file outside it).

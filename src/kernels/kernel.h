@@ -160,6 +160,23 @@ struct NodeContext {
   std::span<const Type* const> inputs;   // nullptr for omitted optional inputs
   Limits limits;                         // the session's; kernels bound what they build by it
   SubgraphPlanner* subgraphs = nullptr;  // null outside a session's planner (kernel tests)
+  // The value of each input the planner knows as a constant (initializers, Constant outputs,
+  // folded values); null where unknown. Empty or one entry per input.
+  std::span<const Value* const> constants = {};
+};
+
+// What inference says about a node's outputs: their types (with shapes where known) and, where
+// the input facts determine it, an output's value (the planner folds such outputs into
+// constants). `values` is empty or one entry per output (null Value where unknown).
+struct Inference {
+  std::vector<Type> types;
+  std::vector<Value> values;
+};
+
+// A node prepared once at plan time: inference and the kernel, from one parse of its attributes.
+struct PreparedNode {
+  Inference inference;
+  std::unique_ptr<Kernel> kernel;
 };
 
 struct KernelSchema {
@@ -189,8 +206,15 @@ struct KernelSchema {
   bool heterogeneous_variadic = false;
   // Output types from input types and attributes; also checks rules the constraints cannot
   // express (same element type across inputs, attribute ranges). Types may carry shapes.
+  // One definition (see src/kernels/op.h, DefineOp): parses the attributes once, infers the
+  // outputs from the input facts and creates the kernel. Register() fills it from `infer` and
+  // `create` for operators defined the older way.
+  std::function<Result<PreparedNode>(const NodeContext&)> prepare;
   std::function<Result<std::vector<Type>>(const NodeContext&)> infer;
   std::function<Result<std::unique_ptr<Kernel>>(const NodeContext&)> create;
+  // The kernel computes its outputs from its inputs alone (no subgraphs, no randomness), so the
+  // planner may run it once at Session::Create when every input is a constant.
+  bool foldable = false;
 
   const TypeConstraint* FindConstraint(const std::string& param) const;
   std::string Name() const { return op_type + "-" + std::to_string(since_version); }
@@ -245,6 +269,20 @@ void RegisterElementwiseKernels(KernelRegistry& registry);
 void RegisterShapeKernels(KernelRegistry& registry);
 void RegisterSequenceKernels(KernelRegistry& registry);
 void RegisterOptionalKernels(KernelRegistry& registry);
+// The operator families of the real models (one file each; see op.h).
+void RegisterUnaryKernels(KernelRegistry& registry);
+void RegisterBinaryKernels(KernelRegistry& registry);
+void RegisterCastKernels(KernelRegistry& registry);
+void RegisterTensorKernels(KernelRegistry& registry);
+void RegisterPadKernels(KernelRegistry& registry);
+void RegisterConvKernels(KernelRegistry& registry);
+void RegisterMatMulKernels(KernelRegistry& registry);
+void RegisterNormalizationKernels(KernelRegistry& registry);
+void RegisterPoolKernels(KernelRegistry& registry);
+void RegisterReduceKernels(KernelRegistry& registry);
+void RegisterSoftmaxKernels(KernelRegistry& registry);
+void RegisterRnnKernels(KernelRegistry& registry);
+void RegisterResizeKernels(KernelRegistry& registry);
 
 }  // namespace idem
 

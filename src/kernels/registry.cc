@@ -29,12 +29,34 @@ const KernelRegistry& KernelRegistry::Default() {
     RegisterConstantKernels(*r);
     RegisterElementwiseKernels(*r);
     RegisterShapeKernels(*r);
+    RegisterUnaryKernels(*r);
+    RegisterBinaryKernels(*r);
+    RegisterCastKernels(*r);
+    RegisterTensorKernels(*r);
+    RegisterPadKernels(*r);
+    RegisterConvKernels(*r);
+    RegisterMatMulKernels(*r);
+    RegisterNormalizationKernels(*r);
+    RegisterPoolKernels(*r);
+    RegisterReduceKernels(*r);
+    RegisterSoftmaxKernels(*r);
+    RegisterRnnKernels(*r);
+    RegisterResizeKernels(*r);
     return r;
   }();
   return *registry;
 }
 
 void KernelRegistry::Register(KernelSchema schema) {
+  if (!schema.prepare) {
+    schema.prepare = [infer = schema.infer,
+                      create = schema.create](const NodeContext& ctx) -> Result<PreparedNode> {
+      PreparedNode prepared;
+      IDEM_ASSIGN_OR_RETURN(prepared.inference.types, infer(ctx));
+      IDEM_ASSIGN_OR_RETURN(prepared.kernel, create(ctx));
+      return prepared;
+    };
+  }
   auto& versions = schemas_[{schema.domain, schema.op_type}];
   const int since = schema.since_version;
   versions[since] = std::make_unique<KernelSchema>(std::move(schema));

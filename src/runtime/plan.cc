@@ -12,6 +12,21 @@
 namespace idem {
 namespace {
 
+// What folding a node at planning may hold: bigger results stay run-time values.
+constexpr uint64_t kMaxFoldedBytes = uint64_t{16} << 20;
+
+// The run context of a kernel folded at planning: no subgraphs, no run options.
+class FoldContext final : public RunContext {
+ public:
+  explicit FoldContext(const Limits& limits) : RunContext(limits_, nullptr), limits_(limits) {}
+  Status RunSubgraph(int32_t, std::span<Value>, std::span<Value>) override {
+    return Status(StatusCode::kInternal, "a folded kernel has no subgraphs");
+  }
+
+ private:
+  Limits limits_;
+};
+
 struct NamedSlot {
   ValueRef ref;
   Type type;
@@ -98,8 +113,8 @@ std::string DescribeRejection(const KernelRegistry& registry, const KernelSchema
 
 // Finds a cycle through `start`, in data-flow order: "A -> B -> A" (A produces an input of B).
 // Breadth-first and iterative, so a hostile graph of a million nodes cannot overflow the stack.
-std::string FindCycle(const GraphDef& graph, const std::unordered_map<std::string, int>& producer,
-                      int start) {
+std::string FindCycle(const GraphDef& graph,
+                      const std::unordered_map<std::string_view, int>& producer, int start) {
   // Edges go from a node to the producers of its inputs; parent[p] is the node that reached p.
   std::unordered_map<int, int> parent;
   std::vector<int> queue = {start};
@@ -234,6 +249,15 @@ class GraphPlanner {
     if (parent_ == nullptr) return nullptr;
     const NamedSlot* outer = parent_->Resolve(name);  // depth <= max_graph_depth
     if (outer == nullptr) return nullptr;
+    if (outer->ref.source == ValueRef::Source::kConstant) {
+      // An enclosing graph's constant is a constant here too (the handle is shared, not the
+      // bytes copied), so nodes in the subgraph see it as a fact and can be folded.
+      const auto index = static_cast<int32_t>(plan_->constants.size());
+      plan_->constants.push_back(parent_->plan_->constants[static_cast<size_t>(outer->ref.index)]);
+      auto [inserted, ok] =
+          slots_.emplace(name, NamedSlot{{ValueRef::Source::kConstant, index}, outer->type, -1});
+      return &inserted->second;
+    }
     const int32_t slot = plan_->computed_count++;
     plan_->captures.push_back(name);
     plan_->capture_slots.push_back(slot);
@@ -493,6 +517,62 @@ class GraphPlanner {
     return {};
   }
 
+  // Folds node `node` into constants when its outputs are known at planning: every output's
+  // value given by inference, or a foldable kernel whose inputs are all constant tensors, run
+  // once here. A fold that fails or exceeds kMaxFoldedBytes is left to run time (its error, if
+  // any, is the run's). Returns whether the node was folded.
+  Result<bool> FoldNode(const NodeDef& node, const KernelSchema& schema, const std::string& label,
+                        PreparedNode& prepared, std::span<const Value* const> constant_inputs,
+                        bool all_constant, bool no_captures, int producer) {
+    if (!options_.fold_constants) return false;
+    std::vector<Value> values = std::move(prepared.inference.values);
+    const size_t outputs = node.outputs.size();
+    bool known = values.size() == outputs && outputs > 0;
+    for (const Value& v : values) known = known && !v.is_null();
+    if (!known) {
+      values.clear();
+      if (!schema.foldable || !all_constant || !no_captures || outputs == 0) return false;
+      Limits fold_limits = options_.limits;
+      fold_limits.max_run_bytes = std::min<uint64_t>(fold_limits.max_run_bytes, kMaxFoldedBytes);
+      FoldContext run(fold_limits);
+      values.assign(outputs, Value());
+      if (!prepared.kernel->RunWith(run, constant_inputs, values).ok()) return false;
+      uint64_t bytes = 0;
+      for (const Value& v : values) {
+        if (v.is_null() || !v.is_tensor()) return false;
+        bytes += v.BudgetBytes();
+      }
+      if (bytes > kMaxFoldedBytes) return false;
+    }
+    for (size_t o = 0; o < outputs; ++o) {
+      if (!values[o].type().SameStructure(prepared.inference.types[o])) {
+        return Status(
+            StatusCode::kInternal,
+            fmt::format("{}: folded output {} is {} but inference said {}", label, o,
+                        values[o].type().ToString(), prepared.inference.types[o].ToString()));
+      }
+    }
+    AddNodeLine(node, label, "  (folded at planning)");
+    for (size_t o = 0; o < outputs; ++o) {
+      if (node.outputs[o].empty()) continue;
+      const auto index = static_cast<int32_t>(plan_->constants.size());
+      Type type = values[o].type();
+      plan_->constants.push_back(std::move(values[o]));
+      slots_[node.outputs[o]] = {{ValueRef::Source::kConstant, index}, std::move(type), producer};
+    }
+    return true;
+  }
+
+  // Describe()'s line for a node; past kMaxDescribedNodes only counted, so describing a
+  // million-node graph costs no more than describing ten thousand.
+  static constexpr size_t kMaxDescribedNodes = 10000;
+  void AddNodeLine(const NodeDef& node, const std::string& label, std::string_view note) {
+    if (node_lines_count_++ >= kMaxDescribedNodes) return;
+    node_lines_ += fmt::format("  {}: {} -> {}{}\n", label,
+                               EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
+                               EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))), note);
+  }
+
   const NamedSlot* FindLocal(const std::string& name) const {
     auto it = slots_.find(name);
     return it == slots_.end() ? nullptr : &it->second;
@@ -649,6 +729,11 @@ class GraphPlanner {
       io += fmt::format("output {} {}\n", EscapeText(v.name), v.type.ToShortString());
     plan.description =
         header + io + fmt::format("nodes ({}):\n", graph_.nodes.size()) + node_lines_;
+    if (node_lines_count_ > kMaxDescribedNodes) {
+      plan.description +=
+          fmt::format("  ... and {} more nodes\n", node_lines_count_ - kMaxDescribedNodes);
+    }
+    std::string().swap(node_lines_);
   }
 
   const std::map<std::string, int64_t>& Opsets() const {
@@ -663,9 +748,12 @@ class GraphPlanner {
   GraphPlanner* parent_;
   int depth_;
   Plan* plan_ = nullptr;
-  std::unordered_map<std::string, NamedSlot> slots_;
-  std::unordered_map<std::string, Type> declared_;
-  std::unordered_map<std::string, int> producer_;
+  // Keyed by views of the names in graph_ (and, for captures, in the subgraphs it owns), which
+  // outlive the planner: a million-node graph does not copy its names again.
+  std::unordered_map<std::string_view, NamedSlot> slots_;
+  std::unordered_map<std::string_view, Type> declared_;
+  std::unordered_map<std::string_view, int> producer_;
+  size_t node_lines_count_ = 0;
   std::vector<const KernelSchema*> schemas_;
   std::string node_lines_;
 };
@@ -777,10 +865,38 @@ Status GraphPlanner::PlanNode(size_t n) {
   IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
 
   NodeSubgraphs subgraphs(*this, node.inputs.size());
-  NodeContext context{node, schema.since_version, input_types, options_.limits, &subgraphs};
-  auto inferred = schema.infer(context);
-  if (!inferred.ok()) return std::move(inferred).take_status().WithContext(label);
+  // Facts: the value of every input that is a constant of this graph.
+  std::vector<const Value*> constant_inputs(node.inputs.size(), nullptr);
+  bool all_constant = true;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (node.inputs[i].empty()) continue;
+    const ValueRef& ref = step.inputs[i];
+    if (ref.source == ValueRef::Source::kConstant) {
+      constant_inputs[i] = &plan_->constants[static_cast<size_t>(ref.index)];
+      all_constant = all_constant && constant_inputs[i]->is_tensor();
+    } else {
+      all_constant = false;
+    }
+  }
+  NodeContext context{node,       schema.since_version, input_types, options_.limits,
+                      &subgraphs, constant_inputs};
+  auto prepared = schema.prepare(context);
+  if (!prepared.ok()) return std::move(prepared).take_status().WithContext(label);
+  std::vector<Type>* inferred = &prepared->inference.types;
+  // Planning subgraphs may have added constants (an outer constant read by a nested body), which
+  // can move this plan's constants: take the facts' pointers again.
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (constant_inputs[i] != nullptr) {
+      constant_inputs[i] = &plan_->constants[static_cast<size_t>(step.inputs[i].index)];
+    }
+  }
   IDEM_RETURN_IF_ERROR(CheckOutputTypes(node, schema, label, *inferred, bound));
+  // Constant folding: outputs the facts determine, or a pure kernel over constant inputs run
+  // once now, become constants of the plan (no step runs for them).
+  IDEM_ASSIGN_OR_RETURN(bool folded,
+                        FoldNode(node, schema, label, *prepared, constant_inputs, all_constant,
+                                 subgraphs.captures().empty(), static_cast<int>(n)));
+  if (folded) return {};
   // A declared output (value_info or graph output; compatible, as just checked) completes what
   // inference left unknown, as ONNX's shape inference merges them; only a zero-iteration Loop's
   // scan output shapes depend on it (see RefineDeclared).
@@ -793,10 +909,7 @@ Status GraphPlanner::PlanNode(size_t n) {
   // not the operator's name).
   const bool erase = options_.eliminate_identity && schema.output_is_input &&
                      node.inputs.size() == 1 && node.outputs.size() == 1;
-  node_lines_ += fmt::format("  {}: {} -> {}{}\n", label,
-                             EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
-                             EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))),
-                             erase ? "  (erased: aliases its input)" : "");
+  AddNodeLine(node, label, erase ? "  (erased: aliases its input)" : "");
   if (erase) {
     slots_[node.outputs[0]] = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
     return {};
@@ -813,11 +926,9 @@ Status GraphPlanner::PlanNode(size_t n) {
         static_cast<int>(n)};
   }
   plan.computed_count += step.output_count;
-  auto kernel = schema.create(context);
-  if (!kernel.ok()) return std::move(kernel).take_status().WithContext(label);
   // Captured outer values are implicit inputs, after the formal ones.
   step.inputs.insert(step.inputs.end(), subgraphs.captures().begin(), subgraphs.captures().end());
-  step.kernel = std::move(kernel).value();
+  step.kernel = std::move(prepared->kernel);
   step.label = label;
   step.output_is_input = schema.output_is_input;
   step.reuses_input0 = schema.reuses_input0;

@@ -1,0 +1,230 @@
+// Element-type dispatch and the elementwise loops every numeric kernel shares.
+//
+// Dispatch calls a generic lambda with a value of the element's storage type (`T{}`): numeric
+// C++ types for the integer/float elements, Float16/BFloat16 (src/core/float_convert.h) for the
+// 16-bit floats, bool for bool. A type outside the set gives a Status naming the operator, so a
+// kernel's switch over element types is written once, here.
+//
+//   IDEM_RETURN_IF_ERROR(DispatchNumeric(type, "Relu", [&](auto tag) {
+//     using T = decltype(tag);
+//     ...
+//     return Status();
+//   }));
+#ifndef IDEM_SRC_KERNELS_DISPATCH_H_
+#define IDEM_SRC_KERNELS_DISPATCH_H_
+
+#include <cstring>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "src/core/float_convert.h"
+#include "src/kernels/op.h"
+
+namespace idem {
+
+// Whether T is one of the 16-bit float storage types.
+template <class T>
+inline constexpr bool kIsHalfLike = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+
+// The type arithmetic on T is done in: float for float16/bfloat16, T otherwise.
+template <class T>
+using ComputeType = std::conditional_t<kIsHalfLike<T>, float, T>;
+
+template <class T>
+inline ComputeType<T> ToCompute(T v) {
+  if constexpr (kIsHalfLike<T>) {
+    return v.ToFloat();
+  } else {
+    return v;
+  }
+}
+template <class T>
+inline T FromCompute(ComputeType<T> v) {
+  if constexpr (kIsHalfLike<T>) {
+    return T::FromFloat(v);
+  } else {
+    return v;
+  }
+}
+
+namespace dispatch_internal {
+Status Unsupported(ElementType type, std::string_view op);
+}  // namespace dispatch_internal
+
+// Floating types: float, double, float16, bfloat16.
+template <class F>
+Status DispatchFloat(ElementType type, std::string_view op, F&& f) {
+  switch (type) {
+    case ElementType::kFloat:
+      return f(float{});
+    case ElementType::kDouble:
+      return f(double{});
+    case ElementType::kFloat16:
+      return f(Float16{});
+    case ElementType::kBfloat16:
+      return f(BFloat16{});
+    default:
+      return dispatch_internal::Unsupported(type, op);
+  }
+}
+
+// Integer types: int8..int64, uint8..uint64.
+template <class F>
+Status DispatchInteger(ElementType type, std::string_view op, F&& f) {
+  switch (type) {
+    case ElementType::kInt8:
+      return f(int8_t{});
+    case ElementType::kInt16:
+      return f(int16_t{});
+    case ElementType::kInt32:
+      return f(int32_t{});
+    case ElementType::kInt64:
+      return f(int64_t{});
+    case ElementType::kUint8:
+      return f(uint8_t{});
+    case ElementType::kUint16:
+      return f(uint16_t{});
+    case ElementType::kUint32:
+      return f(uint32_t{});
+    case ElementType::kUint64:
+      return f(uint64_t{});
+    default:
+      return dispatch_internal::Unsupported(type, op);
+  }
+}
+
+// Every numeric type (integers and floats).
+template <class F>
+Status DispatchNumeric(ElementType type, std::string_view op, F&& f) {
+  switch (type) {
+    case ElementType::kFloat:
+    case ElementType::kDouble:
+    case ElementType::kFloat16:
+    case ElementType::kBfloat16:
+      return DispatchFloat(type, op, std::forward<F>(f));
+    default:
+      return DispatchInteger(type, op, std::forward<F>(f));
+  }
+}
+
+// Numeric types and bool.
+template <class F>
+Status DispatchNumericOrBool(ElementType type, std::string_view op, F&& f) {
+  if (type == ElementType::kBool) return f(bool{});
+  return DispatchNumeric(type, op, std::forward<F>(f));
+}
+
+// Any fixed-width element type by its byte size (data movement: Transpose, Gather, Concat...):
+// calls f with an unsigned integer of that size. Sub-byte types and strings are not handled.
+template <class F>
+Status DispatchBySize(ElementType type, std::string_view op, F&& f) {
+  switch (ElementBits(type)) {
+    case 8:
+      return f(uint8_t{});
+    case 16:
+      return f(uint16_t{});
+    case 32:
+      return f(uint32_t{});
+    case 64:
+      return f(uint64_t{});
+    case 128: {
+      struct U128 {
+        uint64_t lo, hi;
+      };
+      return f(U128{});
+    }
+    default:
+      return dispatch_internal::Unsupported(type, op);
+  }
+}
+
+// ---- Broadcasting ---------------------------------------------------------------------------
+
+// Element strides of `shape` aligned to an output of rank `rank` (left-padded), 0 along
+// broadcast dims.
+std::vector<int64_t> BroadcastStrides(std::span<const int64_t> shape, size_t rank);
+
+// Calls body(out_index, a_index, b_index) for every element of the broadcast of `a` and `b` to
+// `out` (which must be their broadcast shape), in row-major output order. Same-shape and scalar
+// operands take fast paths.
+template <class Body>
+void ForEachBroadcast(std::span<const int64_t> a, std::span<const int64_t> b,
+                      std::span<const int64_t> out, Body&& body) {
+  int64_t count = 1;
+  for (int64_t d : out) count *= d;
+  if (count == 0) return;
+  int64_t ca = 1, cb = 1;
+  for (int64_t d : a) ca *= d;
+  for (int64_t d : b) cb *= d;
+  if (ca == count && cb == count) {
+    for (int64_t i = 0; i < count; ++i) body(i, i, i);
+    return;
+  }
+  if (cb == 1 && ca == count) {
+    for (int64_t i = 0; i < count; ++i) body(i, i, int64_t{0});
+    return;
+  }
+  if (ca == 1 && cb == count) {
+    for (int64_t i = 0; i < count; ++i) body(i, int64_t{0}, i);
+    return;
+  }
+  const size_t rank = out.size();
+  const std::vector<int64_t> ta = BroadcastStrides(a, rank), tb = BroadcastStrides(b, rank);
+  std::vector<int64_t> index(rank, 0);
+  int64_t ia = 0, ib = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    body(i, ia, ib);
+    for (size_t d = rank; d-- > 0;) {
+      ia += ta[d];
+      ib += tb[d];
+      if (++index[d] < out[d]) break;
+      ia -= ta[d] * out[d];
+      ib -= tb[d] * out[d];
+      index[d] = 0;
+    }
+  }
+}
+
+// Typed element access over a tensor's bytes (unaligned-safe).
+template <class T>
+inline T LoadElement(const std::byte* p, int64_t i) {
+  T v;
+  std::memcpy(&v, p + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+  return v;
+}
+template <class T>
+inline void StoreElement(std::byte* p, int64_t i, T v) {
+  std::memcpy(p + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
+// out = op(a, b) elementwise with broadcasting: allocates the output of element type `out_type`
+// (checked against the budget) and writes every element. `op` maps (TA, TB) -> TO.
+template <class TA, class TB, class TO, class Op>
+Result<Value> BroadcastBinary(RunContext& ctx, const Tensor& a, const Tensor& b,
+                              ElementType out_type, Op&& op) {
+  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, BroadcastDims<int64_t>(a.shape(), b.shape()));
+  std::byte* out = nullptr;
+  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, out_type, shape, &out));
+  const std::byte* pa = a.data().data();
+  const std::byte* pb = b.data().data();
+  ForEachBroadcast(a.shape(), b.shape(), shape, [&](int64_t i, int64_t ia, int64_t ib) {
+    StoreElement<TO>(out, i, op(LoadElement<TA>(pa, ia), LoadElement<TB>(pb, ib)));
+  });
+  return v;
+}
+
+// out = op(x) elementwise: allocates the output of `out_type` and shape of x.
+template <class TI, class TO, class Op>
+Result<Value> MapUnary(RunContext& ctx, const Tensor& x, ElementType out_type, Op&& op) {
+  std::byte* out = nullptr;
+  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, out_type, x.shape(), &out));
+  const std::byte* px = x.data().data();
+  const int64_t n = x.element_count();
+  for (int64_t i = 0; i < n; ++i) StoreElement<TO>(out, i, op(LoadElement<TI>(px, i)));
+  return v;
+}
+
+}  // namespace idem
+
+#endif  // IDEM_SRC_KERNELS_DISPATCH_H_

@@ -1,0 +1,267 @@
+#include "src/kernels/op.h"
+
+#include <fmt/format.h>
+
+#include "src/core/float_convert.h"
+#include "src/core/text.h"
+#include "src/kernels/dispatch.h"
+
+namespace idem {
+
+Result<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view what, bool allow_end) {
+  const int64_t hi = allow_end ? rank : rank - 1;
+  const int64_t lo = allow_end ? -rank - 1 : -rank;
+  if (axis < lo || axis > hi) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("{} {} is outside [{}, {}] for rank {}", what, axis, lo, hi, rank));
+  }
+  return axis < 0 ? axis + (allow_end ? rank + 1 : rank) : axis;
+}
+
+Result<std::vector<int64_t>> NormalizeAxes(std::span<const int64_t> axes, int64_t rank,
+                                           std::string_view what) {
+  std::vector<int64_t> out;
+  out.reserve(axes.size());
+  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
+  for (int64_t a : axes) {
+    IDEM_ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(a, rank, what));
+    if (seen[static_cast<size_t>(n)]) {
+      return Status(StatusCode::kInvalidArgument, fmt::format("{} {} is repeated", what, a));
+    }
+    seen[static_cast<size_t>(n)] = true;
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> Facts::constant_ints(size_t i) const {
+  const Value* v = constant(i);
+  if (v == nullptr || !v->is_tensor()) return std::nullopt;
+  const ElementType e = v->tensor().element_type();
+  if (e != ElementType::kInt64 && e != ElementType::kInt32) return std::nullopt;
+  return ReadInt64s(v->tensor());
+}
+
+std::optional<std::vector<int64_t>> Facts::static_shape(size_t i) const {
+  if (!has(i) || !type(i).is_tensor() || !shape(i)) return std::nullopt;
+  std::vector<int64_t> out;
+  for (const Dim& d : *shape(i)) {
+    if (!d.value) return std::nullopt;
+    out.push_back(*d.value);
+  }
+  return out;
+}
+
+// ---- AttrReader -----------------------------------------------------------------------------
+
+const Attribute* AttrReader::Find(const std::string& name, Attribute::Kind kind,
+                                  const char* kind_name, Status* error) const {
+  const Attribute* a = node_.FindAttribute(name);
+  if (a != nullptr && a->kind != kind) {
+    *error = InvalidModel(fmt::format("attribute {} must be {}", QuoteName(name), kind_name));
+    return nullptr;
+  }
+  return a;
+}
+
+namespace {
+Status Missing(const std::string& name) {
+  return InvalidModel(fmt::format("required attribute {} is missing", QuoteName(name)));
+}
+}  // namespace
+
+Result<int64_t> AttrReader::Int(const std::string& name, std::optional<int64_t> def) const {
+  Status error;
+  const Attribute* a = Find(name, Attribute::Kind::kInt, "an int", &error);
+  if (!error.ok()) return error;
+  if (a == nullptr) {
+    if (def) return *def;
+    return Missing(name);
+  }
+  return a->i;
+}
+
+Result<float> AttrReader::Float(const std::string& name, std::optional<float> def) const {
+  Status error;
+  const Attribute* a = Find(name, Attribute::Kind::kFloat, "a float", &error);
+  if (!error.ok()) return error;
+  if (a == nullptr) {
+    if (def) return *def;
+    return Missing(name);
+  }
+  return a->f;
+}
+
+Result<std::string> AttrReader::String(const std::string& name,
+                                       std::optional<std::string> def) const {
+  Status error;
+  const Attribute* a = Find(name, Attribute::Kind::kString, "a string", &error);
+  if (!error.ok()) return error;
+  if (a == nullptr) {
+    if (def) return *def;
+    return Missing(name);
+  }
+  return a->s;
+}
+
+Result<std::vector<int64_t>> AttrReader::Ints(const std::string& name,
+                                              std::optional<std::vector<int64_t>> def) const {
+  Status error;
+  const Attribute* a = Find(name, Attribute::Kind::kInts, "a list of ints", &error);
+  if (!error.ok()) return error;
+  if (a == nullptr) {
+    if (def) return *def;
+    return Missing(name);
+  }
+  return a->ints;
+}
+
+Result<std::vector<float>> AttrReader::Floats(const std::string& name,
+                                              std::optional<std::vector<float>> def) const {
+  Status error;
+  const Attribute* a = Find(name, Attribute::Kind::kFloats, "a list of floats", &error);
+  if (!error.ok()) return error;
+  if (a == nullptr) {
+    if (def) return *def;
+    return Missing(name);
+  }
+  return a->floats;
+}
+
+Result<std::vector<std::string>> AttrReader::Strings(
+    const std::string& name, std::optional<std::vector<std::string>> def) const {
+  Status error;
+  const Attribute* a = Find(name, Attribute::Kind::kStrings, "a list of strings", &error);
+  if (!error.ok()) return error;
+  if (a == nullptr) {
+    if (def) return *def;
+    return Missing(name);
+  }
+  return a->strings;
+}
+
+Result<Value> AttrReader::TensorAttr(const std::string& name, bool required) const {
+  Status error;
+  const Attribute* a = Find(name, Attribute::Kind::kTensor, "a tensor", &error);
+  if (!error.ok()) return error;
+  if (a == nullptr) {
+    if (required) return Missing(name);
+    return Value();
+  }
+  return a->tensor;
+}
+
+Result<int64_t> AttrReader::IntIn(const std::string& name, int64_t def,
+                                  std::initializer_list<int64_t> allowed) const {
+  IDEM_ASSIGN_OR_RETURN(int64_t v, Int(name, def));
+  for (int64_t a : allowed) {
+    if (a == v) return v;
+  }
+  return InvalidModel(fmt::format("attribute {} is {}; it must be one of {}", QuoteName(name), v,
+                                  fmt::join(allowed, ", ")));
+}
+
+Result<std::string> AttrReader::StringIn(const std::string& name, std::string def,
+                                         std::initializer_list<std::string_view> allowed) const {
+  IDEM_ASSIGN_OR_RETURN(std::string v, String(name, std::move(def)));
+  for (std::string_view a : allowed) {
+    if (a == v) return v;
+  }
+  return InvalidModel(fmt::format("attribute {} is {}; it must be one of {}", QuoteName(name),
+                                  QuoteName(v), fmt::join(allowed, ", ")));
+}
+
+// ---- Run-time helpers -----------------------------------------------------------------------
+
+Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
+                             std::byte** data) {
+  uint64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return Status(StatusCode::kInvalidArgument, fmt::format("an output dim is negative ({})", d));
+    }
+    if (d != 0 && count > ctx.limits().max_elements / static_cast<uint64_t>(d)) {
+      return Status(StatusCode::kResourceExhausted,
+                    fmt::format("an output of shape [{}] exceeds max_elements {}",
+                                fmt::join(shape, ","), ctx.limits().max_elements));
+    }
+    count *= static_cast<uint64_t>(d);
+  }
+  IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, count, ctx.limits()));
+  IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
+  IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, data));
+  return Value::MakeTensorFromDims(type, shape, std::move(buffer));
+}
+
+std::vector<int64_t> ReadInt64s(const Tensor& t) {
+  std::vector<int64_t> out;
+  out.reserve(static_cast<size_t>(t.element_count()));
+  if (t.element_type() == ElementType::kInt32) {
+    for (int32_t v : t.data_as<int32_t>()) out.push_back(v);
+  } else if (t.element_type() == ElementType::kInt64) {
+    for (int64_t v : t.data_as<int64_t>()) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<double> ReadDoubles(const Tensor& t) {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(t.element_count()));
+  const std::byte* p = t.data().data();
+  for (int64_t i = 0; i < t.element_count(); ++i) {
+    switch (t.element_type()) {
+      case ElementType::kFloat:
+        out.push_back(LoadElement<float>(p, i));
+        break;
+      case ElementType::kDouble:
+        out.push_back(LoadElement<double>(p, i));
+        break;
+      case ElementType::kFloat16:
+        out.push_back(HalfToFloat(LoadElement<uint16_t>(p, i)));
+        break;
+      case ElementType::kBfloat16:
+        out.push_back(Bf16ToFloat(LoadElement<uint16_t>(p, i)));
+        break;
+      default:
+        return out;
+    }
+  }
+  return out;
+}
+
+std::vector<ElementType> FloatTypes(bool bfloat16) {
+  std::vector<ElementType> out = {ElementType::kFloat16, ElementType::kFloat, ElementType::kDouble};
+  if (bfloat16) out.push_back(ElementType::kBfloat16);
+  return out;
+}
+
+std::vector<ElementType> IntegerTypes() {
+  using E = ElementType;
+  return {E::kUint8, E::kUint16, E::kUint32, E::kUint64, E::kInt8, E::kInt16, E::kInt32, E::kInt64};
+}
+
+std::vector<ElementType> NumericTypes(bool bfloat16) {
+  std::vector<ElementType> out = IntegerTypes();
+  for (ElementType e : FloatTypes(bfloat16)) out.push_back(e);
+  return out;
+}
+
+std::vector<int64_t> BroadcastStrides(std::span<const int64_t> shape, size_t rank) {
+  std::vector<int64_t> strides(rank, 0);
+  int64_t stride = 1;
+  for (size_t k = shape.size(); k-- > 0;) {
+    const size_t i = k + (rank - shape.size());
+    strides[i] = shape[k] == 1 ? 0 : stride;
+    stride *= shape[k];
+  }
+  return strides;
+}
+
+namespace dispatch_internal {
+Status Unsupported(ElementType type, std::string_view op) {
+  return Status(StatusCode::kInvalidArgument,
+                fmt::format("{} does not accept tensor({})", op, ElementTypeName(type)));
+}
+}  // namespace dispatch_internal
+
+}  // namespace idem

@@ -1,0 +1,283 @@
+// The operator-definition layer: what every kernel file uses to define an operator once.
+//
+// One definition per operator (tract's "parse attributes once in the factory", TFLM's
+// Prepare/Eval, ONNX Runtime's per-version registration):
+//   1. `Parse` reads and validates the node's attributes once into a typed struct (AttrReader);
+//   2. `Infer` computes the output types from the input *facts* (type, shape, and the constant
+//      value when the planner knows it) and that struct; it may also give an output's value when
+//      the facts determine it (Shape of a statically shaped input), which the planner then folds;
+//   3. `Create` builds the kernel from the same struct and facts, so it can pre-pack constant
+//      weights;
+// and each shape rule is one template over the dim type (`Dim` at plan time, `int64_t` at run
+// time), so plan-time inference and run-time shapes cannot disagree.
+//
+//   struct FooAttrs { int64_t axis; };
+//   template <class D> Result<std::vector<D>> FooShape(const FooAttrs&, std::span<const D> in);
+//   DefineOp<FooAttrs>(schema, ParseFoo, InferFoo, CreateFoo);
+#ifndef IDEM_SRC_KERNELS_OP_H_
+#define IDEM_SRC_KERNELS_OP_H_
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "src/kernels/kernel.h"
+
+namespace idem {
+
+// ---- Dims: one shape rule for plan time (Dim) and run time (int64_t) -------------------------
+
+// Known value of a dim: always for int64_t, when fixed for Dim.
+inline std::optional<int64_t> KnownDim(int64_t d) { return d; }
+inline std::optional<int64_t> KnownDim(const Dim& d) { return d.value; }
+
+// A dim of type D from a value that may be unknown. At run time every dim is known, so an
+// unknown value there is a bug in the rule (it returns -1, which MakeTensor refuses).
+template <class D>
+D MakeDim(std::optional<int64_t> v) {
+  if constexpr (std::is_same_v<D, int64_t>) {
+    return v.value_or(-1);
+  } else {
+    return v ? Dim{*v, {}} : Dim{};
+  }
+}
+
+// Applies `f` (int64_t -> int64_t) to a known dim; an unknown dim stays unknown.
+template <class D, class F>
+D MapDim(const D& d, F&& f) {
+  auto v = KnownDim(d);
+  return MakeDim<D>(v ? std::optional<int64_t>(f(*v)) : std::nullopt);
+}
+
+// Whether two dims are the same: both known and equal, or (plan time) the same symbol.
+template <class D>
+bool SameDim(const D& a, const D& b) {
+  if constexpr (std::is_same_v<D, int64_t>) {
+    return a == b;
+  } else {
+    if (a.value && b.value) return *a.value == *b.value;
+    return !a.param.empty() && a.param == b.param;
+  }
+}
+
+// Product of known dims, or nullopt when one is unknown or the product overflows int64.
+template <class D>
+std::optional<int64_t> DimProduct(std::span<const D> dims) {
+  int64_t n = 1;
+  for (const D& d : dims) {
+    auto v = KnownDim(d);
+    if (!v || *v < 0) return std::nullopt;
+    if (__builtin_mul_overflow(n, *v, &n)) return std::nullopt;
+  }
+  return n;
+}
+
+// Normalizes `axis` into [0, rank) (or [0, rank] with `allow_end`); errors name `what`.
+Result<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view what,
+                              bool allow_end = false);
+// Normalizes every axis and refuses repeats.
+Result<std::vector<int64_t>> NormalizeAxes(std::span<const int64_t> axes, int64_t rank,
+                                           std::string_view what);
+
+// numpy (multidirectional) broadcasting of shapes, written once over D. At plan time two
+// unknown dims give an unknown dim; a known dim other than 1 against an unknown one is that dim.
+template <class D>
+Result<std::vector<D>> BroadcastDims(std::span<const D> a, std::span<const D> b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<D> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const D da = i < rank - a.size() ? MakeDim<D>(1) : a[i - (rank - a.size())];
+    const D db = i < rank - b.size() ? MakeDim<D>(1) : b[i - (rank - b.size())];
+    const auto va = KnownDim(da), vb = KnownDim(db);
+    if (va && vb) {
+      if (*va != *vb && *va != 1 && *vb != 1) {
+        return Status(StatusCode::kInvalidArgument,
+                      fmt::format("shapes cannot be broadcast: dim {} is {} in one and {} in the "
+                                  "other (numpy broadcasting needs equal dims or 1)",
+                                  i, *va, *vb));
+      }
+      out[i] = MakeDim<D>(*va == 1 ? *vb : *va);
+    } else if (va && *va == 1) {
+      out[i] = db;
+    } else if (vb && *vb == 1) {
+      out[i] = da;
+    } else if (va) {
+      out[i] = da;
+    } else if (vb) {
+      out[i] = db;
+    } else {
+      out[i] = SameDim(da, db) ? da : D{};
+    }
+  }
+  return out;
+}
+
+// ---- Facts ----------------------------------------------------------------------------------
+
+// What the planner knows about input `i` of the node: its type (shape included when known) and
+// its value when it is a constant (an initializer, a Constant, or folded at planning).
+class Facts {
+ public:
+  explicit Facts(const NodeContext& ctx) : ctx_(ctx) {}
+  size_t size() const { return ctx_.inputs.size(); }
+  // Whether input i is given (not omitted, not past the node's inputs).
+  bool has(size_t i) const { return i < ctx_.inputs.size() && ctx_.inputs[i] != nullptr; }
+  const Type& type(size_t i) const { return *ctx_.inputs[i]; }
+  ElementType element_type(size_t i) const { return type(i).element_type(); }
+  // The dims when the rank is known.
+  const std::optional<std::vector<Dim>>& shape(size_t i) const { return type(i).shape(); }
+  // The constant value of input i, or null.
+  const Value* constant(size_t i) const {
+    return has(i) && i < ctx_.constants.size() ? ctx_.constants[i] : nullptr;
+  }
+  // The constant's elements as int64 (int32 and int64 tensors), or nullopt when not constant.
+  std::optional<std::vector<int64_t>> constant_ints(size_t i) const;
+  // Every dim of input i known.
+  std::optional<std::vector<int64_t>> static_shape(size_t i) const;
+  const NodeContext& context() const { return ctx_; }
+
+ private:
+  const NodeContext& ctx_;
+};
+
+// Builds a tensor type from plan-time dims (rank unknown when `dims` is nullopt).
+inline Type TensorType(ElementType e, std::optional<std::vector<Dim>> dims) {
+  return Type::Tensor(e, std::move(dims));
+}
+
+// ---- Attributes -----------------------------------------------------------------------------
+
+// Typed attribute reads with defaults; errors name the attribute and what was expected.
+class AttrReader {
+ public:
+  explicit AttrReader(const NodeDef& node) : node_(node) {}
+  bool has(const std::string& name) const { return node_.FindAttribute(name) != nullptr; }
+  Result<int64_t> Int(const std::string& name, std::optional<int64_t> def = std::nullopt) const;
+  Result<float> Float(const std::string& name, std::optional<float> def = std::nullopt) const;
+  Result<std::string> String(const std::string& name,
+                             std::optional<std::string> def = std::nullopt) const;
+  Result<std::vector<int64_t>> Ints(const std::string& name,
+                                    std::optional<std::vector<int64_t>> def = std::nullopt) const;
+  Result<std::vector<float>> Floats(const std::string& name,
+                                    std::optional<std::vector<float>> def = std::nullopt) const;
+  Result<std::vector<std::string>> Strings(
+      const std::string& name, std::optional<std::vector<std::string>> def = std::nullopt) const;
+  // kTensor attribute (null Value when absent and not required).
+  Result<Value> TensorAttr(const std::string& name, bool required) const;
+  // An int attribute that must be one of `allowed` (e.g. 0/1 flags).
+  Result<int64_t> IntIn(const std::string& name, int64_t def,
+                        std::initializer_list<int64_t> allowed) const;
+  // A string attribute that must be one of `allowed`.
+  Result<std::string> StringIn(const std::string& name, std::string def,
+                               std::initializer_list<std::string_view> allowed) const;
+
+ private:
+  const Attribute* Find(const std::string& name, Attribute::Kind kind, const char* kind_name,
+                        Status* error) const;
+  const NodeDef& node_;
+};
+
+// Error helpers that name the rule violated.
+inline Status InvalidModel(std::string message) {
+  return Status(StatusCode::kInvalidModel, std::move(message));
+}
+inline Status InvalidArgument(std::string message) {
+  return Status(StatusCode::kInvalidArgument, std::move(message));
+}
+
+// ---- Run-time helpers -----------------------------------------------------------------------
+
+// Allocates the output tensor of `type` and `shape`: the element count and bytes are checked
+// against max_elements, max_tensor_bytes and the run's remaining budget before allocating.
+// `*data` receives the writable bytes (uninitialized; the kernel must write every element).
+Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
+                             std::byte** data);
+template <typename T>
+Result<Value> AllocateTensorAs(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
+                               T** data) {
+  std::byte* raw = nullptr;
+  auto v = AllocateTensor(ctx, type, shape, &raw);
+  *data = reinterpret_cast<T*>(raw);
+  return v;
+}
+
+// Reads an int32/int64 tensor's elements (a shape, axes, pads or indices input).
+std::vector<int64_t> ReadInt64s(const Tensor& t);
+// Reads a float/double/float16/bfloat16 tensor's elements as double (scales, a scalar operand).
+std::vector<double> ReadDoubles(const Tensor& t);
+
+// ---- Definition ------------------------------------------------------------------------------
+
+// Sets schema.prepare from the three parts of an operator definition. `parse` runs once per
+// node; `infer` and `create` get the parsed struct.
+template <class Attrs>
+void DefineOp(KernelSchema& schema, std::function<Result<Attrs>(const NodeContext&)> parse,
+              std::function<Result<Inference>(const Attrs&, const Facts&)> infer,
+              std::function<Result<std::unique_ptr<Kernel>>(const Attrs&, const Facts&)> create) {
+  schema.prepare = [parse = std::move(parse), infer = std::move(infer),
+                    create = std::move(create)](const NodeContext& ctx) -> Result<PreparedNode> {
+    IDEM_ASSIGN_OR_RETURN(Attrs attrs, parse(ctx));
+    const Facts facts(ctx);
+    PreparedNode prepared;
+    IDEM_ASSIGN_OR_RETURN(prepared.inference, infer(attrs, facts));
+    IDEM_ASSIGN_OR_RETURN(prepared.kernel, create(attrs, facts));
+    return prepared;
+  };
+}
+
+// A kernel from a lambda (inputs, outputs, ctx) over a copy of the attributes, for operators
+// with nothing to pre-pack.
+template <class Attrs, class F>
+class FunctionKernel final : public Kernel {
+ public:
+  FunctionKernel(Attrs attrs, F f) : attrs_(std::move(attrs)), f_(std::move(f)) {}
+  Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
+                 std::span<Value> outputs) const override {
+    return f_(attrs_, ctx, inputs, outputs);
+  }
+
+ private:
+  Attrs attrs_;
+  F f_;
+};
+template <class Attrs, class F>
+std::unique_ptr<Kernel> MakeFunctionKernel(Attrs attrs, F f) {
+  return std::make_unique<FunctionKernel<Attrs, F>>(std::move(attrs), std::move(f));
+}
+
+// An inference with one output type.
+inline Inference OneOutput(Type type) {
+  Inference inf;
+  inf.types.push_back(std::move(type));
+  return inf;
+}
+
+// Shapes at plan time: runs the rule `rule(std::span<const Dim>...)` when every listed input's
+// rank is known, else gives an unknown rank.
+template <class Rule>
+Result<std::optional<std::vector<Dim>>> InferDims(const Facts& facts,
+                                                  std::initializer_list<size_t> inputs,
+                                                  Rule&& rule) {
+  for (size_t i : inputs) {
+    if (!facts.has(i) || !facts.shape(i)) return std::optional<std::vector<Dim>>();
+  }
+  IDEM_ASSIGN_OR_RETURN(std::vector<Dim> dims, rule());
+  return std::optional<std::vector<Dim>>(std::move(dims));
+}
+
+// Numeric type sets in the spec's words.
+std::vector<ElementType> FloatTypes(bool bfloat16);    // float16, float, double (+ bfloat16)
+std::vector<ElementType> IntegerTypes();               // int8..int64, uint8..uint64
+std::vector<ElementType> NumericTypes(bool bfloat16);  // integers + floats
+
+}  // namespace idem
+
+#endif  // IDEM_SRC_KERNELS_OP_H_
