@@ -1,12 +1,8 @@
 #include "tools/backend_test.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -286,111 +282,6 @@ CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
   }
   result.outcome = CaseResult::Outcome::kPass;
   return result;
-}
-
-namespace {
-
-Status IoError(const std::string& path, std::string_view what, int error) {
-  return Status(StatusCode::kIoError, fmt::format("{}: {}: {}", path, what, strerror(error)));
-}
-
-// Writes all of `bytes` to `fd` and flushes it to the disk.
-Status WriteAndSync(int fd, const std::string& bytes, const std::string& path) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return IoError(path, "write failed", errno);
-    if (n == 0) return IoError(path, "write failed", EIO);
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0) return IoError(path, "fsync failed", errno);
-  return {};
-}
-
-}  // namespace
-
-Status WriteFilesAtomically(std::span<const FileToWrite> files) {
-  // Phase 1: check every target. An existing target must be a regular file (a folder or a
-  // special file in the way fails here, before anything is written); its mode is kept.
-  std::vector<std::optional<mode_t>> modes;
-  for (const FileToWrite& f : files) {
-    struct stat st {};
-    if (lstat(f.path.c_str(), &st) == 0) {
-      if (!S_ISREG(st.st_mode)) {
-        return Status(
-            StatusCode::kIoError,
-            fmt::format("{}: exists and is not a regular file; nothing was written", f.path));
-      }
-      modes.push_back(st.st_mode & 07777);
-    } else if (errno == ENOENT) {
-      modes.push_back(std::nullopt);
-    } else {
-      return IoError(f.path, "cannot inspect", errno);
-    }
-  }
-  // Phase 2: write every temporary file (beside its target, so rename stays on one file system)
-  // and flush it. New files are created 0666 minus the umask, as any other tool would.
-  std::vector<std::string> temps;
-  auto remove_temps = [&](size_t from) {
-    for (size_t i = from; i < temps.size(); ++i) unlink(temps[i].c_str());
-  };
-  static unsigned serial = 0;
-  for (size_t i = 0; i < files.size(); ++i) {
-    const fs::path target(files[i].path);
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    std::string temp;
-    int fd = -1;
-    for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-      temp = (dir / fmt::format(".{}.tmp-{}-{}", target.filename().string(), getpid(), serial++))
-                 .string();
-      fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
-      if (fd < 0 && errno != EEXIST) break;
-    }
-    if (fd < 0) {
-      const int error = errno;
-      remove_temps(0);
-      return Status(StatusCode::kIoError,
-                    fmt::format("{}: cannot create a temporary file: {}; nothing was replaced",
-                                files[i].path, strerror(error)));
-    }
-    temps.push_back(temp);
-    Status status = WriteAndSync(fd, files[i].bytes, files[i].path);
-    if (status.ok() && modes[i] && fchmod(fd, *modes[i]) != 0) {
-      status = IoError(files[i].path, "cannot keep the file's mode", errno);
-    }
-    if (close(fd) != 0 && status.ok()) status = IoError(files[i].path, "close failed", errno);
-    if (!status.ok()) {
-      remove_temps(0);
-      return std::move(status).WithContext("nothing was replaced");
-    }
-  }
-  // Phase 3: rename into place. Only a race (a target changed since phase 1) can fail here.
-  for (size_t i = 0; i < files.size(); ++i) {
-    if (rename(temps[i].c_str(), files[i].path.c_str()) != 0) {
-      const int error = errno;
-      remove_temps(i);
-      return Status(StatusCode::kIoError,
-                    fmt::format("{}: rename failed: {} ({} of {} files were already replaced)",
-                                files[i].path, strerror(error), i, files.size()));
-    }
-  }
-  // Make the renames durable too.
-  std::vector<std::string> dirs;
-  for (const FileToWrite& f : files) {
-    const fs::path target(f.path);
-    dirs.push_back(target.has_parent_path() ? target.parent_path().string() : ".");
-  }
-  std::sort(dirs.begin(), dirs.end());
-  dirs.erase(std::unique(dirs.begin(), dirs.end()), dirs.end());
-  for (const std::string& d : dirs) {
-    const int fd = open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-      fsync(fd);
-      close(fd);
-    }
-  }
-  return {};
 }
 
 }  // namespace idem::tools

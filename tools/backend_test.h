@@ -66,19 +66,7 @@ Result<std::vector<Value>> ReadDataSetValues(const std::string& data_set_folder,
 // optional(tensor)) or .pb (message chosen by `declared`).
 Result<Value> ReadValueFile(const std::string& path, const Type& declared, const Limits& limits);
 
-// Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename. An
-// error leaves any existing `path` untouched.
-// Replaces a set of files all together as far as a file system allows: every target is checked
-// (an existing one must be a regular file) and every file is written to a temporary name beside
-// its target and fsync'ed before the first rename; on any failure the temporaries are removed and
-// no target has been touched. An existing target keeps its mode; a new file gets 0666 minus the
-// umask. Only a target changed by someone else between the check and the renames can leave a
-// partial set (the error then says how many were replaced).
-struct FileToWrite {
-  std::string path;
-  std::string bytes;
-};
-Status WriteFilesAtomically(std::span<const FileToWrite> files);
+// Output files are written with WriteFilesAtomically (src/core/atomic_file.h).
 
 }  // namespace idem::tools
 

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "idem/idem.h"
+#include "src/core/atomic_file.h"
 #include "src/core/text.h"
 #include "src/onnx/model_loader.h"
 #include "src/onnx/proto_convert.h"
@@ -121,14 +122,14 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
     if (ec) return Fail(fmt::format("{}: cannot create folder: {}", output_dir, ec.message()));
     // Serialize everything first, then write every file to a temporary name before the first
     // rename (WriteFilesAtomically), so a failure cannot leave a partial set of files.
-    std::vector<idem::tools::FileToWrite> files;
+    std::vector<idem::FileToWrite> files;
     for (size_t k = 0; k < outputs->size(); ++k) {
       auto bytes = idem::ValueToProtoBytes((*outputs)[k], session->outputs()[k].name);
       if (!bytes.ok()) return Fail(bytes.status().message());
       files.push_back({(fs::path(output_dir) / fmt::format("output_{}.pb", k)).string(),
                        std::move(bytes).value()});
     }
-    idem::Status s = idem::tools::WriteFilesAtomically(files);
+    idem::Status s = idem::WriteFilesAtomically(files);
     if (!s.ok()) return Fail(s.message());
   }
   for (size_t k = 0; k < outputs->size(); ++k) {

@@ -338,6 +338,12 @@ Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& 
   return ConvertModel(model, LoadContext{base_dir, limits, external});
 }
 
+Result<GraphDef> LoadGraphFromProto(const onnx::ModelProto& model, const std::string& base_dir,
+                                    const Limits& limits, const ExternalDataOptions& external) {
+  onnx::ModelProto copy = model;
+  return LoadGraphFromProto(copy, base_dir, limits, external);
+}
+
 Result<GraphDef> LoadGraphFromBuffer(const Buffer& bytes, const std::string& base_dir,
                                      const Limits& limits, const ExternalDataOptions& external) {
   if (bytes.size() > limits.max_model_bytes) {

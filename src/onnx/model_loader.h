@@ -52,6 +52,9 @@ Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std:
 // Consumes `model` (initializer payloads are moved out, not copied).
 Result<GraphDef> LoadGraphFromProto(onnx::ModelProto& model, const std::string& base_dir,
                                     const Limits& limits, const ExternalDataOptions& external = {});
+// Leaves `model` as it is (converts a copy), so callers need no protobuf header.
+Result<GraphDef> LoadGraphFromProto(const onnx::ModelProto& model, const std::string& base_dir,
+                                    const Limits& limits, const ExternalDataOptions& external = {});
 
 // Directory part of a path ("." when it has none).
 std::string DirectoryOf(const std::string& path);

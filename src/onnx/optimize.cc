@@ -17,7 +17,6 @@
 //   so checking against the input's names is safe.
 #include "src/onnx/optimize.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -27,7 +26,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <deque>
@@ -38,6 +36,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "src/core/atomic_file.h"
 #include "src/core/text.h"
 #include "src/onnx/model_loader.h"
 #include "src/onnx/wire_walker.h"
@@ -826,7 +825,7 @@ Result<Optimized> ParseAndOptimize(std::span<const std::byte> in, const Optimize
   // Each subgraph level costs 3 message levels (graph, node, attribute); types nest too.
   const int recursion_limit = 3 * std::max(options.limits.max_graph_depth, 0) +
                               2 * std::max(options.limits.max_type_depth, 0) + 32;
-  auto compact = CompactModelBytes(in, options.limits, recursion_limit);
+  auto compact = CompactModelBytes(in, options.limits, recursion_limit, WireUse::kParseWhole);
   if (!compact.ok()) {
     Status status = std::move(compact).take_status();
     if (status.code() != StatusCode::kInvalidModel) return status;
@@ -909,87 +908,6 @@ std::string RealFolder(const std::string& path) {
   return buf;
 }
 
-// `produce` hands the file's bytes, in order, to the sink it is given.
-Status WriteAtomically(const std::string& path,
-                       const std::function<Status(const ByteSink&)>& produce) {
-  const std::string dir = DirectoryOf(path);
-  const size_t slash = path.rfind('/');
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  // The rename replaces whatever entry OUT names: only a regular file (or nothing) may be
-  // replaced. A symlink would be swapped for a file while its target (maybe the input itself,
-  // with --in-place) stays unchanged; a device such as /dev/null would be destroyed (as root).
-  struct stat target {};
-  if (lstat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
-    return Status(StatusCode::kInvalidArgument,
-                  fmt::format("{}: is not a regular file ({}); write to a regular file or a new "
-                              "path (for a symlink, give its target)",
-                              path,
-                              S_ISLNK(target.st_mode)   ? "a symbolic link"
-                              : S_ISDIR(target.st_mode) ? "a directory"
-                                                        : "a device, FIFO or socket"));
-  }
-  // The temp's name carries at most 64 bytes of OUT's: a valid OUT of up to NAME_MAX bytes must
-  // not make the temp's name too long.
-  std::string temp =
-      fmt::format("{}/.{}.tmp-{}-XXXXXX", dir, std::string_view(base).substr(0, 64), getpid());
-  int fd = mkstemp(temp.data());
-  if (fd < 0) {
-    return Status(StatusCode::kIoError,
-                  fmt::format("{}: cannot create a temporary file: {}", path, strerror(errno)));
-  }
-  // Keep an existing file's permission bits; a new file gets 0666 minus the umask.
-  struct stat st {};
-  mode_t mode;
-  if (stat(path.c_str(), &st) == 0) {
-    mode = st.st_mode & 07777;
-  } else {
-    const mode_t mask = umask(0);
-    umask(mask);
-    mode = 0666 & ~mask;
-  }
-  bool ok = fchmod(fd, mode) == 0;
-  int write_errno = 0;
-  Status produced;
-  if (ok) {
-    produced = produce([&](std::span<const std::byte> piece) -> Status {
-      size_t done = 0;
-      while (done < piece.size()) {
-        const ssize_t n = write(fd, piece.data() + done, piece.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-          write_errno = n < 0 ? errno : EIO;
-          return Status(StatusCode::kIoError,
-                        fmt::format("{}: write failed: {}", path, strerror(write_errno)));
-        }
-        done += static_cast<size_t>(n);
-      }
-      return {};
-    });
-    ok = produced.ok();
-  }
-  if (!ok && write_errno == 0 && !produced.ok()) {
-    // Not an I/O error (e.g. malformed data while expanding): no partial file, the cause as is.
-    close(fd);
-    unlink(temp.c_str());
-    return produced;
-  }
-  if (write_errno != 0) errno = write_errno;
-  ok = ok && fsync(fd) == 0;
-  const int saved_errno = errno;
-  close(fd);
-  if (!ok || rename(temp.c_str(), path.c_str()) != 0) {
-    const int err = ok ? errno : saved_errno;
-    unlink(temp.c_str());
-    return Status(StatusCode::kIoError, fmt::format("{}: write failed: {}", path, strerror(err)));
-  }
-  // Make the rename itself durable (best effort: some filesystems refuse fsync on a folder).
-  if (const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir_fd >= 0) {
-    fsync(dir_fd);
-    close(dir_fd);
-  }
-  return {};
-}
-
 }  // namespace
 
 Result<ProtoOptimizeResult> OptimizeModelProto(onnx::ModelProto& model,
@@ -1064,7 +982,7 @@ Result<OptimizeReport> OptimizeModelFile(const std::string& in_path, const std::
     IDEM_RETURN_IF_ERROR(
         options.verify(in, optimized->unchanged ? in : std::as_bytes(std::span(out))));
   }
-  IDEM_RETURN_IF_ERROR(WriteAtomically(out_path, [&](const ByteSink& sink) {
+  IDEM_RETURN_IF_ERROR(WriteFileAtomically(out_path, [&](const ByteSink& sink) {
     return WriteOptimized(*optimized, in, [&](std::span<const std::byte> piece) {
       return WriteReleasingMappedPages(piece, in, sink);
     });

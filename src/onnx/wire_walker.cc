@@ -220,15 +220,72 @@ FieldRole RoleOf(Kind kind, int field) {
   return {};
 }
 
-// Estimated heap bytes protobuf and the converter spend per item, measured on this build
-// (generated message objects are 100-300 bytes; every field occurrence becomes at least a
-// repeated-field slot, a std::string or an UnknownField entry; kept bytes are copied at most
-// twice: protobuf's string and the converted value).
-constexpr uint64_t kMessageCost = 320;  // a message object, its slot, its converted form
-constexpr uint64_t kFieldCost = 16;     // any field occurrence (a repeated scalar, twice)
-constexpr uint64_t kStringCost = 80;    // + a string/bytes/unknown field's std::string, twice
-constexpr uint64_t kPackedVarintByteCost = 16;  // one byte may be one int64 element, twice
-constexpr uint64_t kBytesCost = 2;  // kept payload bytes: protobuf's copy, the converted one
+// What loading costs, per item of the wire format: the heap protobuf's objects take (`proto`) and
+// what idem's converted form keeps (`idem`: GraphDef nodes, attributes, value infos, values).
+// Measured on this build with a counting allocator (malloc_usable_size + the 8-byte chunk header;
+// tests/loader_test.cc's LoadEstimateTest checks them against the heap a load really takes):
+// sizeof(NodeProto) 128, AttributeProto 256, TensorProto 232, ValueInfoProto / TypeProto /
+// TensorShapeProto / Dimension 48, GraphProto 208, each behind a heap chunk (+16) and a repeated
+// field's slot (+8); NodeDef 168, Attribute 264, ValueInfo 48, std::string 32 (a heap chunk of
+// 48 when it is a vector's element), a Value's node block 128.
+struct Cost {
+  uint64_t proto;
+  uint64_t idem;
+};
+
+Cost MessageCost(Kind kind) {
+  switch (kind) {
+    case Kind::kNode:
+      return {152, 168};
+    case Kind::kAttribute:
+      // idem's Attribute in a vector grown by doubling (6 attributes take 8 slots).
+      return {280, 360};
+    case Kind::kTensor:
+      // A Value's node, its Buffer, and a small payload copied when it is not aligned.
+      return {256, 256};
+    case Kind::kValueInfo:
+      return {72, 96};
+    case Kind::kType:
+    case Kind::kTypeTensor:
+    case Kind::kTypeElement:
+    case Kind::kTypeMap:
+    case Kind::kShape:
+      return {64, 16};  // idem's Type shares small nodes
+    case Kind::kLeaf:   // dims, opset ids, string pairs, segments
+      return {64, 48};
+    case Kind::kGraph:
+      return {224, 512};
+    default:
+      return {320, 320};
+  }
+}
+
+// A string, bytes or unknown length-delimited field: protobuf's heap std::string (or unknown
+// field) and its slot, and idem's copy: a vector's element for repeated strings (node inputs and
+// outputs, string attributes and tensors), in place in its struct for the others. Characters
+// that do not fit in place count twice.
+constexpr Cost kStringField = {56, 48};
+
+bool RepeatedString(Kind kind, int field) {
+  return (kind == Kind::kNode && (field == 1 || field == 2)) ||
+         (kind == Kind::kAttribute && field == 9) || (kind == Kind::kTensor && field == 6);
+}
+
+// The walker's own record of a main-graph node (a RawRef, in a vector that grows by doubling).
+constexpr uint64_t kStreamedNodeCost = 32;
+constexpr uint64_t kShortString = 15;  // libstdc++'s in-place capacity
+// A field that is not length-delimited: an element of a repeated scalar field (or an unknown
+// field) in protobuf and in idem's copy; singular scalars live inside their message.
+constexpr uint64_t kScalarFieldCost = 16;
+// A packed repeated varint: 8 bytes per element in protobuf and 8 in idem, and each array's chunk.
+constexpr uint64_t kPackedElementCost = 16;
+constexpr uint64_t kPackedArrayCost = 48;
+// Kept payload bytes: raw_data in a model may be copied once (when it is not aligned for its
+// element type); in a value file protobuf copies it and so does the converted value.
+constexpr uint64_t kModelRawByteCost = 1;
+constexpr uint64_t kValueRawByteCost = 2;
+// The compact copy of a model and its main graph's node bytes (together at most the input).
+constexpr uint64_t kModelCopyFactor = 2;
 
 constexpr uint64_t kWindow = uint64_t{1} << 30;
 
@@ -247,16 +304,19 @@ uint64_t SaturatingMul(uint64_t a, uint64_t b) {
 class Walker {
  public:
   Walker(std::span<const std::byte> input, const Limits& limits, bool emit,
-         int max_depth = kMaxWireDepth)
+         int max_depth = kMaxWireDepth, WireUse use = WireUse::kLoad)
       : base_(reinterpret_cast<const uint8_t*>(input.data())),
         size_(input.size()),
         limits_(limits),
         budget_(LoadMemoryBudget(input.size(), limits)),
         emit_(emit),
-        max_depth_(max_depth) {}
+        max_depth_(max_depth),
+        use_(use) {}
 
   Status WalkRoot(Kind kind) {
     Seek(0);
+    // A model is copied (compact bytes and node bytes) before protobuf parses it.
+    if (emit_) IDEM_RETURN_IF_ERROR(Charge({SaturatingMul(size_, kModelCopyFactor), 0}));
     return WalkMessage(kind, size_, 0, 0, false);
   }
 
@@ -296,8 +356,21 @@ class Walker {
                   fmt::format("not a valid protobuf message: {} at byte {}", what, at));
   }
 
-  Status Charge(uint64_t bytes) {
-    counts.estimated_bytes = SaturatingAdd(counts.estimated_bytes, bytes);
+  // Adds an item's cost. Protobuf objects of a main-graph node live only while that node is
+  // converted (the loader parses them one at a time): they count once, for the largest node.
+  // The optimizer keeps every protobuf object and converts nothing (WireUse::kParseWhole).
+  Status Charge(Cost cost) {
+    if (use_ == WireUse::kParseWhole) {
+      persistent_ = SaturatingAdd(persistent_, cost.proto);
+    } else {
+      persistent_ = SaturatingAdd(persistent_, cost.idem);
+      if (in_main_node_) {
+        node_proto_ = SaturatingAdd(node_proto_, cost.proto);
+      } else {
+        persistent_ = SaturatingAdd(persistent_, cost.proto);
+      }
+    }
+    counts.estimated_bytes = SaturatingAdd(persistent_, std::max(node_proto_, max_node_proto_));
     if (counts.estimated_bytes > budget_) {
       return Status(StatusCode::kResourceExhausted,
                     fmt::format("loading these {} bytes would take more than {} bytes of memory "
@@ -362,7 +435,7 @@ class Walker {
   // `main_graph`: this is ModelProto.graph, whose nodes go to node_bytes one by one.
   Status WalkMessage(Kind kind, uint64_t end, int depth, int graph_depth, bool main_graph) {
     ++counts.messages;
-    IDEM_RETURN_IF_ERROR(Charge(kMessageCost));
+    IDEM_RETURN_IF_ERROR(Charge(MessageCost(kind)));
     if (kind == Kind::kGraph) counts.graph_depth = std::max(counts.graph_depth, graph_depth);
     uint64_t rank = 0;
     const int dims_field = kind == Kind::kTensor         ? 1
@@ -393,7 +466,6 @@ class Walker {
       if (wire == WireFormatLite::WIRETYPE_END_GROUP) {
         return Malformed(field_start, "unexpected end-group tag");
       }
-      IDEM_RETURN_IF_ERROR(Charge(kFieldCost));
       if (kind == Kind::kTensor && number == kRawRefField) {
         return Status(StatusCode::kInvalidModel,
                       fmt::format("a TensorProto uses field number {}, which idem reserves "
@@ -401,6 +473,7 @@ class Walker {
                                   kRawRefField, field_start));
       }
       if (wire != WireFormatLite::WIRETYPE_LENGTH_DELIMITED) {
+        IDEM_RETURN_IF_ERROR(Charge({kScalarFieldCost / 2, kScalarFieldCost / 2}));
         if (number == dims_field && kind != Kind::kShape &&
             wire == WireFormatLite::WIRETYPE_VARINT) {
           IDEM_RETURN_IF_ERROR(CountRank(&rank, 1));
@@ -444,8 +517,14 @@ class Walker {
             std::string* saved = sink_;
             sink_ = &node_bytes;
             const uint64_t at = node_bytes.size();
+            IDEM_RETURN_IF_ERROR(Charge({0, kStreamedNodeCost}));
+            in_main_node_ = true;
+            node_proto_ = 0;
             IDEM_RETURN_IF_ERROR(
                 WalkMessage(role.child, content_end, depth + 1, child_graph_depth, false));
+            in_main_node_ = false;
+            max_node_proto_ = std::max(max_node_proto_, node_proto_);
+            node_proto_ = 0;
             nodes.push_back({at, node_bytes.size() - at});
             sink_ = saved;
             break;
@@ -463,6 +542,8 @@ class Walker {
         }
         case Role::kRawData: {
           counts.raw_bytes = SaturatingAdd(counts.raw_bytes, length);
+          IDEM_RETURN_IF_ERROR(
+              Charge({0, SaturatingMul(length, emit_ ? kModelRawByteCost : kValueRawByteCost)}));
           if (emit_) {
             Append(copy_from, field_start);
             copy_from = content_end;
@@ -472,19 +553,26 @@ class Walker {
             p = CodedOutputStream::WriteVarint64ToArray(refs.size(), p);
             sink_->append(reinterpret_cast<const char*>(buffer), static_cast<size_t>(p - buffer));
             refs.push_back({content, length});
-          } else {
-            IDEM_RETURN_IF_ERROR(Charge(SaturatingMul(length, kBytesCost)));
           }
           SkipTo(content_end);
           break;
         }
         case Role::kPackedVarint:
-          IDEM_RETURN_IF_ERROR(Charge(SaturatingMul(length, kPackedVarintByteCost)));
+          IDEM_RETURN_IF_ERROR(
+              Charge({kPackedArrayCost / 2 +
+                          SaturatingMul(PackedCount(content, content_end), kPackedElementCost / 2),
+                      kPackedArrayCost / 2 + SaturatingMul(PackedCount(content, content_end),
+                                                           kPackedElementCost / 2)}));
           SkipTo(content_end);
           break;
-        case Role::kOther:
+        case Role::kOther: {
+          // Characters that do not fit in place: a chunk of the length plus its header, in
+          // protobuf's string and in idem's copy.
+          const uint64_t chars = length > kShortString ? SaturatingAdd(length, 24) : 0;
+          const uint64_t idem = RepeatedString(kind, number) ? kStringField.idem : 0;
           IDEM_RETURN_IF_ERROR(
-              Charge(SaturatingAdd(kStringCost, SaturatingMul(length, kBytesCost))));
+              Charge({SaturatingAdd(kStringField.proto, chars), SaturatingAdd(idem, chars)}));
+        }
           SkipTo(content_end);
           break;
       }
@@ -512,6 +600,11 @@ class Walker {
   uint64_t budget_;
   bool emit_;
   int max_depth_;
+  WireUse use_;
+  uint64_t persistent_ = 0;      // costs that stay for the whole load
+  uint64_t node_proto_ = 0;      // protobuf objects of the main-graph node being walked
+  uint64_t max_node_proto_ = 0;  // the largest main-graph node's protobuf objects
+  bool in_main_node_ = false;
   uint64_t sequence_items_ = 0;
   std::optional<CodedInputStream> stream_;
   uint64_t window_begin_ = 0;
@@ -692,8 +785,8 @@ uint64_t LoadMemoryBudget(uint64_t input_bytes, const Limits& limits) {
 }
 
 Result<CompactModel> CompactModelBytes(std::span<const std::byte> input, const Limits& limits,
-                                       int max_depth) {
-  Walker walker(input, limits, /*emit=*/true, max_depth);
+                                       int max_depth, WireUse use) {
+  Walker walker(input, limits, /*emit=*/true, max_depth, use);
   IDEM_RETURN_IF_ERROR(walker.WalkRoot(Kind::kModel));
   if (walker.out.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       std::any_of(walker.nodes.begin(), walker.nodes.end(), [](const RawRef& r) {

@@ -35,6 +35,7 @@
 
 #include "idem/options.h"
 #include "idem/status.h"
+#include "src/core/atomic_file.h"
 
 namespace idem {
 
@@ -83,11 +84,15 @@ uint64_t LoadMemoryBudget(uint64_t input_bytes, const Limits& limits);
 // over protobuf's 2 GiB).
 // `max_depth` bounds message nesting (the optimizer, which parses with a recursion limit derived
 // from max_graph_depth, passes its own).
+// `use` says what the caller does with the result, for the memory estimate: the loader parses
+// the main graph's nodes one at a time and keeps only its own GraphDef (kLoad); the optimizer
+// keeps the whole ModelProto (kParseWhole).
+enum class WireUse { kLoad, kParseWhole };
 Result<CompactModel> CompactModelBytes(std::span<const std::byte> input, const Limits& limits,
-                                       int max_depth = kMaxWireDepth);
+                                       int max_depth = kMaxWireDepth, WireUse use = WireUse::kLoad);
 
-// Receives output bytes in order, in pieces (a piece may point into the model's own bytes).
-using ByteSink = std::function<Status(std::span<const std::byte>)>;
+// ExpandRawRefs's sink: a ByteSink (src/core/atomic_file.h; a piece may point into the model's
+// own bytes).
 
 // The inverse of CompactModelBytes for a (possibly rewritten) model: `compact` is a serialized
 // ModelProto whose TensorProtos carry kRawRefField references into `refs` (as CompactModelBytes

@@ -1,7 +1,6 @@
 #include "idem/session.h"
 
 #include <fmt/format.h>
-#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cstring>
@@ -194,8 +193,10 @@ Result<Session> Session::CreateFromBuffer(const Buffer& bytes, const std::string
 
 Result<Session> CreateSessionFromProto(const onnx::ModelProto& model, const std::string& base_dir,
                                        const SessionOptions& options) {
-  onnx::ModelProto copy = model;
-  return CreateSessionFromProto(std::move(copy), base_dir, options);
+  // The copy is made in src/onnx (LoadGraphFromProto of a const model): protobuf stays there.
+  return Finish(
+      LoadGraphFromProto(model, base_dir, options.limits, ExternalDataOptions::From(options)),
+      options, &SessionFactory::Make);
 }
 
 Result<Session> CreateSessionFromProto(onnx::ModelProto&& model, const std::string& base_dir,
