@@ -144,7 +144,7 @@ std::string Optionals(int n) {
   std::string g;
   for (int i = 0; i < n; ++i) {
     g += Ld(1, Ld(2, Name("o", i)) + Ld(4, "Optional") +
-                   Ld(5, Ld(1, "type") + Vi(20, 14) + Ld(14, tp)));
+                   Ld(5, Ld(1, "type") + Vi(20, 13) + Ld(14, tp)));
   }
   return Model(g + Ld(12, ValueInfo(Name("o", n - 1), Ld(9, Ld(1, tp)))));
 }
