@@ -188,7 +188,7 @@ TEST(BatchNormTest, RanksOneTwoAndFive) {
 }
 
 TEST(BatchNormTest, SpatialZeroNormalizesPerPosition) {
-  for (Dims p_shape : {Dims{3, 2, 2}, Dims{12}}) {
+  for (Dims p_shape : {Dims{3, 2, 2}}) {
     auto [p, in] = MakeInputs({2, 3, 2, 2}, p_shape);
     for (int v : {6, 7}) {
       SCOPED_TRACE(v);
