@@ -475,6 +475,54 @@ TEST(LstmTest, EmptyBatchAndSequence) {
   EXPECT_EQ(ShapeOf(out2.value()[1]), (std::vector<int64_t>{1, 0, 2}));
 }
 
+// In a session: W, R, B are initializers (pre-packed at Create), Y_h is omitted (""), and only Y
+// and Y_c are computed; the results equal KernelRunner's with run-time weights.
+TEST(LstmTest, SessionWithInitializersAndAnOmittedOutput) {
+  Problem q(4, 2, 3, 2, "bidirectional", 230);
+  q.AddAll(240);
+  onnx::ModelProto m = EmptyModel(14, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("lstm");
+  AddValueInfo(g->mutable_input(), "X", TensorTypeProto(E::kFloat, {4, 2, 3}));
+  auto initializer = [&](const std::string& name, std::vector<int64_t> dims,
+                         const std::vector<float>& v) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float f : v) t->add_float_data(f);
+  };
+  initializer("W", {2, 8, 3}, q.w);
+  initializer("R", {2, 8, 2}, q.r);
+  initializer("B", {2, 16}, q.b);
+  AddValueInfo(g->mutable_output(), "Y", TensorTypeProto(E::kFloat, {4, 2, 2, 2}));
+  AddValueInfo(g->mutable_output(), "Y_c", TensorTypeProto(E::kFloat, {2, 2, 2}));
+  auto* n = AddNode(g, "LSTM", {"X", "W", "R", "B"}, {"Y", "", "Y_c"}, "lstm");
+  AddIntAttribute(n, "hidden_size", 2);
+  auto* dir = n->add_attribute();
+  dir->set_name("direction");
+  dir->set_type(onnx::AttributeProto::STRING);
+  dir->set_s("bidirectional");
+  Session session = MustCreate(m);
+  auto out = session.Run({Floats({4, 2, 3}, q.x)});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  ASSERT_EQ(out.value().size(), 2u);
+  Problem plain = q;
+  plain.p.clear();
+  plain.h0.clear();
+  plain.c0.clear();
+  const Outputs ref = Reference(plain);
+  ExpectClose(ValuesOf<float>(out.value()[0]), ref.y, "Y");
+  ExpectClose(ValuesOf<float>(out.value()[1]), ref.yc, "Y_c");
+  auto direct = KernelRunner("LSTM", 14)
+                    .IntAttr("hidden_size", 2)
+                    .StringAttr("direction", "bidirectional")
+                    .Run(Inputs(plain), 3);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(DescribeDifference(direct.value()[0], out.value()[0]), std::nullopt);
+  EXPECT_EQ(DescribeDifference(direct.value()[2], out.value()[1]), std::nullopt);
+}
+
 // ---- Bad input ---------------------------------------------------------------------------------
 
 TEST(LstmTest, WeightsMustMatchHiddenSize) {
