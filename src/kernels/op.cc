@@ -178,8 +178,7 @@ Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const 
   uint64_t count = 1;
   for (int64_t d : shape) {
     if (d < 0) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("an output dim is negative ({})", d));
+      return Status(StatusCode::kInvalidArgument, fmt::format("an output dim is negative ({})", d));
     }
     if (d != 0 && count > ctx.limits().max_elements / static_cast<uint64_t>(d)) {
       return Status(StatusCode::kResourceExhausted,
@@ -231,16 +230,14 @@ std::vector<double> ReadDoubles(const Tensor& t) {
 }
 
 std::vector<ElementType> FloatTypes(bool bfloat16) {
-  std::vector<ElementType> out = {ElementType::kFloat16, ElementType::kFloat,
-                                  ElementType::kDouble};
+  std::vector<ElementType> out = {ElementType::kFloat16, ElementType::kFloat, ElementType::kDouble};
   if (bfloat16) out.push_back(ElementType::kBfloat16);
   return out;
 }
 
 std::vector<ElementType> IntegerTypes() {
   using E = ElementType;
-  return {E::kUint8, E::kUint16, E::kUint32, E::kUint64,
-          E::kInt8,  E::kInt16,  E::kInt32,  E::kInt64};
+  return {E::kUint8, E::kUint16, E::kUint32, E::kUint64, E::kInt8, E::kInt16, E::kInt32, E::kInt64};
 }
 
 std::vector<ElementType> NumericTypes(bool bfloat16) {

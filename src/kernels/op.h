@@ -219,10 +219,9 @@ std::vector<double> ReadDoubles(const Tensor& t);
 // Sets schema.prepare from the three parts of an operator definition. `parse` runs once per
 // node; `infer` and `create` get the parsed struct.
 template <class Attrs>
-void DefineOp(
-    KernelSchema& schema, std::function<Result<Attrs>(const NodeContext&)> parse,
-    std::function<Result<Inference>(const Attrs&, const Facts&)> infer,
-    std::function<Result<std::unique_ptr<Kernel>>(const Attrs&, const Facts&)> create) {
+void DefineOp(KernelSchema& schema, std::function<Result<Attrs>(const NodeContext&)> parse,
+              std::function<Result<Inference>(const Attrs&, const Facts&)> infer,
+              std::function<Result<std::unique_ptr<Kernel>>(const Attrs&, const Facts&)> create) {
   schema.prepare = [parse = std::move(parse), infer = std::move(infer),
                     create = std::move(create)](const NodeContext& ctx) -> Result<PreparedNode> {
     IDEM_ASSIGN_OR_RETURN(Attrs attrs, parse(ctx));
@@ -275,8 +274,8 @@ Result<std::optional<std::vector<Dim>>> InferDims(const Facts& facts,
 }
 
 // Numeric type sets in the spec's words.
-std::vector<ElementType> FloatTypes(bool bfloat16);  // float16, float, double (+ bfloat16)
-std::vector<ElementType> IntegerTypes();             // int8..int64, uint8..uint64
+std::vector<ElementType> FloatTypes(bool bfloat16);    // float16, float, double (+ bfloat16)
+std::vector<ElementType> IntegerTypes();               // int8..int64, uint8..uint64
 std::vector<ElementType> NumericTypes(bool bfloat16);  // integers + floats
 
 }  // namespace idem
