@@ -112,6 +112,43 @@ TEST(IfTest, UntypedBranchOutputsWithDifferentShapes) {
   EXPECT_EQ(FloatsOf(s.Run({Bool(false)}).value()[0]), (std::vector<float>{7, 8, 9}));
 }
 
+// PyTorch's exporter writes `type {}` (a TypeProto with nothing set) for nested branch outputs it
+// leaves to inference (Silero VAD v5): that is an untyped output, inferred at any depth.
+TEST(IfTest, EmptyTypeProtoOnNestedBranchOutputsIsInferred) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("if_empty_types");
+  AddValueInfo(g->mutable_input(), "c", BoolScalar());
+  AddValueInfo(g->mutable_input(), "x", F32({2}));
+  AddValueInfo(g->mutable_output(), "out", F32({2}));
+  auto empty_typed = [](const std::string& name, const std::string& out) {
+    onnx::GraphProto b = Branch(name, {out});
+    b.mutable_output(0)->mutable_type();  // present, nothing set
+    return b;
+  };
+  onnx::GraphProto inner_then = empty_typed("inner_then", "it");
+  AddNode(&inner_then, "Identity", {"x"}, {"it"});
+  onnx::GraphProto inner_else = empty_typed("inner_else", "ie");
+  SetFloatsConstant(AddNode(&inner_else, "Constant", {}, {"ie"}), {2}, {5, 6});
+  onnx::GraphProto outer_then = empty_typed("outer_then", "ot");
+  auto* inner = AddNode(&outer_then, "If", {"c"}, {"ot"});
+  SetGraph(inner, "then_branch", inner_then);
+  SetGraph(inner, "else_branch", inner_else);
+  onnx::GraphProto outer_else = empty_typed("outer_else", "oe");
+  AddNode(&outer_else, "Identity", {"x"}, {"oe"});
+  auto* node = AddNode(g, "If", {"c"}, {"out"});
+  SetGraph(node, "then_branch", outer_then);
+  SetGraph(node, "else_branch", outer_else);
+  Session s = MustCreate(m);
+  Value x = Floats({2}, {1, 2});
+  EXPECT_TRUE(s.Run({Bool(true), x}).value()[0].SharesStorageWith(x));
+  // Type errors in such an output are still caught: a main-graph output with an empty type is
+  // not a subgraph's and stays an error.
+  onnx::ModelProto bad = m;
+  bad.mutable_graph()->mutable_output(0)->mutable_type()->Clear();
+  EXPECT_FALSE(CreateSessionFromProto(bad, "", SessionOptions{}).ok());
+}
+
 TEST(IfTest, BranchesMustAgreeOnStructure) {
   onnx::ModelProto m = IfOuterIdentity();
   auto* else_g = m.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g();
