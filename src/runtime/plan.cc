@@ -460,7 +460,7 @@ class GraphPlanner {
       return Invalid(fmt::format("{}: has {} outputs; {} produces {}", label, node.outputs.size(),
                                  schema.Name(), schema.outputs.size()));
     }
-    if (node.outputs[0].empty()) {
+    if (node.outputs[0].empty() && schema.outputs[0].arity != FormalParameter::Arity::kOptional) {
       return Invalid(fmt::format("{}: output 0 has an empty name ({}'s first output is required)",
                                  label, schema.Name()));
     }
