@@ -5,9 +5,9 @@
 // over the `axes` attribute's axes from 18. Sizes are checked against the limits before anything
 // is allocated.
 // Coordinates follow ONNX Runtime's float formulas for every coordinate_transformation_mode
-// (asymmetric before 11), except that align_corners and tf_crop_and_resize take the resized length
-// as scale * dim when scales are given (the ONNX reference, which the official tests follow); an
-// axis whose scale is exactly 1 keeps its coordinates (as ONNX
+// (asymmetric before 11), except that align_corners takes the resized length as scale * dim when
+// scales are given (the ONNX reference, which the official tests follow; ONNX Runtime fails two of
+// them); an axis whose scale is exactly 1 keeps its coordinates (as ONNX
 // Runtime, which also ignores its roi), and an output shaped like the input is the input itself.
 // nearest: nearest_mode (before 11: ceil when downsampling, truncation otherwise), clamped to the
 // input; any element type. linear and cubic: numeric types only, separable passes (one per resized
@@ -346,8 +346,12 @@ int64_t NearestPixel(Nearest m, float x, bool downsample) {
   switch (m) {
     case Nearest::kSimple:
       return downsample ? static_cast<int64_t>(std::ceil(x)) : static_cast<int64_t>(x);
-    case Nearest::kRoundPreferCeil:
-      return static_cast<int64_t>(std::round(x));
+    case Nearest::kRoundPreferCeil: {
+      // As ONNX Runtime 1.30: a coordinate within 1e-6 below a half rounds up, so float error
+      // in (x + 0.5) / scale does not turn a tie into the lower pixel.
+      const float f = std::floor(x);
+      return static_cast<int64_t>(f) + (x - f >= 0.5f - 1e-6f ? 1 : 0);
+    }
     case Nearest::kFloor:
       return static_cast<int64_t>(std::floor(x));
     case Nearest::kCeil:
@@ -385,17 +389,16 @@ struct AxisGeometry {
   float scale;
   float roi_start;
   float roi_end;
-  // The resized length align_corners and tf_crop_and_resize divide by: with a scales input,
-  // scale * in (it may be fractional, as in the ONNX reference and the official tests; ONNX
-  // Runtime uses `out`); with sizes, `out`.
+  // The resized length align_corners divides by: with a scales input, scale * in (it may be
+  // fractional, as in the ONNX reference, which the official tests follow; ONNX Runtime and the
+  // spec's words use `out`, and so does tf_crop_and_resize here); with sizes, `out`.
   float length;
 };
 
 float CoordOf(const ResizeAttrs& a, const AxisGeometry& g, int64_t o) {
   if (g.scale == 1.0f) return static_cast<float>(o);
-  const bool fractional = a.coord == Coord::kAlignCorners || a.coord == Coord::kTfCropAndResize;
   return Bounded(Original(a.coord, static_cast<float>(o), g.scale,
-                          fractional ? g.length : static_cast<float>(g.out),
+                          a.coord == Coord::kAlignCorners ? g.length : static_cast<float>(g.out),
                           static_cast<float>(g.in), g.roi_start, g.roi_end));
 }
 
@@ -612,9 +615,18 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
   const size_t rank = x.rank();
   std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
   // The axes that change, shrinking ones first (so no intermediate exceeds the input or output).
+  // As ONNX Runtime, an axis keeps its values when its scale is 1 and, with antialias, whenever
+  // its size does not change (its coordinates still decide tf_crop_and_resize's extrapolation).
   std::vector<size_t> order;
+  std::vector<std::vector<bool>> outside(rank);
   for (size_t d = 0; d < rank; ++d) {
-    if (!(geometry[d].scale == 1.0f && geometry[d].in == geometry[d].out)) order.push_back(d);
+    const AxisGeometry& g = geometry[d];
+    if (g.scale == 1.0f && g.in == g.out) continue;
+    if (a.antialias && g.in == g.out) {
+      if (a.coord == Coord::kTfCropAndResize) outside[d] = MakeTaps(a, g).outside;
+      continue;
+    }
+    order.push_back(d);
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t l, size_t r) {
     return static_cast<double>(geometry[l].out) / static_cast<double>(geometry[l].in) <
@@ -630,7 +642,6 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
   std::vector<C> cur(static_cast<size_t>(in_count));
   const std::byte* p = x.data().data();
   for (int64_t i = 0; i < in_count; ++i) cur[static_cast<size_t>(i)] = ToAcc(LoadElement<T>(p, i));
-  std::vector<std::vector<bool>> outside(rank);
   for (size_t d : order) {
     const AxisTaps taps = MakeTaps(a, geometry[d]);
     outside[d] = taps.outside;
