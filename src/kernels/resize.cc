@@ -322,10 +322,10 @@ float Original(Coord c, float x, float scale, float len_out, float len_in, float
     case Coord::kAlignCorners:
       return len_out == 1 ? 0.0f : x * (len_in - 1) / (len_out - 1);
     case Coord::kTfCropAndResize: {
-      const double orig = len_out > 1
-                              ? roi_start * (len_in - 1) +
-                                    (x * (roi_end - roi_start) * (len_in - 1)) / (len_out - 1)
-                              : 0.5 * (roi_start + roi_end) * (len_in - 1);
+      // In double, as ONNX Runtime 1.30 computes it (a float evaluation moves ties).
+      const double s = roi_start, e = roi_end, li = len_in, lo = len_out;
+      const double orig =
+          lo > 1 ? s * (li - 1) + (x * (e - s) * (li - 1)) / (lo - 1) : 0.5 * (s + e) * (li - 1);
       return static_cast<float>(orig);
     }
     case Coord::kHalfPixelSymmetric: {
