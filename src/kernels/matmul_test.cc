@@ -116,8 +116,13 @@ TEST(ReferenceGemmTest, EqualsTheNaiveLoopBitForBit) {
 #if defined(__FP_FAST_FMAF)
   GTEST_SKIP() << "the compiler may contract a * b + c into an FMA differently in each loop";
 #endif
-  for (auto [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {1, 1, 1}, {3, 5, 7}, {4, 8, 256}, {5, 9, 257}, {70, 530, 300}, {1, 1200, 3}}) {
+  for (auto [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1},
+                                                                           {3, 5, 7},
+                                                                           {4, 8, 256},
+                                                                           {5, 9, 257},
+                                                                           {70, 530, 300},
+                                                                           {1, 1200, 3},
+                                                                           {2, 700, 300}}) {
     for (int trans = 0; trans < 4; ++trans) {
       for (bool accumulate : {false, true}) {
         const bool ta = trans & 1, tb = trans & 2;
