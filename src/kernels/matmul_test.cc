@@ -505,6 +505,23 @@ TEST(GemmTest, BadShapesAreRefusedWithTheRule) {
                 StatusCode::kResourceExhausted, "max_tensor_bytes");
 }
 
+// Through the planner: C is required before Gemm-11; shape errors name the node.
+TEST(GemmTest, PlannerChecksArityAndNamesTheNode) {
+  const auto f32 = [](std::vector<int64_t> d) { return TensorTypeProto(E::kFloat, d); };
+  for (int v : {7, 9}) {
+    EXPECT_STATUS(PlanError(OneNode("Gemm", v, {{"a", f32({2, 3})}, {"b", f32({3, 4})}},
+                                    {{"y", Unshaped(E::kFloat)}})),
+                  StatusCode::kInvalidModel,
+                  "has 2 inputs; Gemm-" + std::to_string(v) + " takes 3");
+  }
+  EXPECT_TRUE(
+      PlanError(OneNode("Gemm", 11, {{"a", f32({2, 3})}, {"b", f32({3, 4})}}, {{"y", f32({2, 4})}}))
+          .ok());
+  EXPECT_STATUS(PlanError(OneNode("MatMul", 13, {{"a", f32({2, 3})}, {"b", f32({4, 4})}},
+                                  {{"y", Unshaped(E::kFloat)}})),
+                StatusCode::kInvalidArgument, "node 'n0' (MatMul-13)");
+}
+
 // Every Gemm and MatMul version onnx 1.12 knows: formal parameters, type sets and attributes
 // as its schemas.
 TEST(MatMulRegistryTest, MatchesLibonnxSchemas) {
