@@ -474,6 +474,9 @@ class SessionWrap final : public Napi::ObjectWrap<SessionWrap> {
     Napi::Value location = tensor.Get("location");
     if (location.IsString()) {
       const std::string where = location.As<Napi::String>().Utf8Value();
+      if (where == "none") {
+        throw Napi::Error::New(env, "input '" + name + "': the tensor is disposed.");
+      }
       if (where != "cpu" && where != "cpu-pinned") {
         throw Napi::Error::New(env, "input '" + name + "': tensor location '" + where +
                                         "' is not supported (idem runs on the CPU)");
