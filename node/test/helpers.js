@@ -11,6 +11,7 @@ const model = (name) => path.join(MODELS, `${name}.onnx`);
 // onnxruntime-node: IDEM_ORT_NODE_MODULES (the ctest passes the build tree's ort/node_modules),
 // else the repository's build/ort or build-dev/ort. Absent: comparisons are skipped, except under
 // CI=true, where they fail (scripts/setup.sh installs it there).
+let ortPath = null;
 function findOrt() {
   const root = path.resolve(__dirname, '..', '..');
   const candidates = [process.env.IDEM_ORT_NODE_MODULES, path.join(root, 'build', 'ort', 'node_modules'),
@@ -20,6 +21,7 @@ function findOrt() {
     if (fs.existsSync(path.join(main, 'package.json'))) {
       const ort = require(main);
       ort.env.logLevel = 'error';
+      ortPath = main;
       return ort;
     }
   }
@@ -70,4 +72,4 @@ async function rejection(promise) {
   throw new Error('expected a rejection');
 }
 
-module.exports = {idem, ort, ortOptions, needOrt, model, MODELS, tensor, plain, both, rejection};
+module.exports = {idem, ort, ortPath, ortOptions, needOrt, model, MODELS, tensor, plain, both, rejection};
