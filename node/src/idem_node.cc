@@ -286,12 +286,17 @@ class RunWorker final : public Napi::AsyncWorker {
 
   void OnOK() override {
     Napi::Env env = Env();
-    Napi::Array result = Napi::Array::New(env, outputs_.size());
-    for (uint32_t i = 0; i < outputs_.size(); ++i) {
-      result.Set(i, ToJs(env, outputs_[i]));
+    try {
+      Napi::Array result = Napi::Array::New(env, outputs_.size());
+      for (uint32_t i = 0; i < outputs_.size(); ++i) {
+        result.Set(i, ToJs(env, outputs_[i]));
+      }
+      Release();
+      deferred_.Resolve(result);
+    } catch (const Napi::Error& e) {  // e.g. no memory for an ArrayBuffer: reject, never hang
+      Release();
+      deferred_.Reject(e.Value());
     }
-    Release();
-    deferred_.Resolve(result);
   }
 
   void OnError(const Napi::Error&) override {

@@ -280,3 +280,25 @@ test('release() while a run is in flight: the run completes', async () => {
   await s.release();
   assert.equal((await pending).v.data[0], 1001);
 });
+
+test('empty tensors, and feeds in a SharedArrayBuffer (their aliases are copied)', async () => {
+  const s = await idem.InferenceSession.create(model('identity_types'));
+  const arrays = {f32: Float32Array, f64: Float64Array, i8: Int8Array, i16: Int16Array,
+                  i32: Int32Array, i64: BigInt64Array, u8: Uint8Array, u16: Uint16Array,
+                  u32: Uint32Array, u64: BigUint64Array, b: Uint8Array, f16: Uint16Array};
+  const types = {f32: 'float32', f64: 'float64', i8: 'int8', i16: 'int16', i32: 'int32',
+                 i64: 'int64', u8: 'uint8', u16: 'uint16', u32: 'uint32', u64: 'uint64',
+                 b: 'bool', f16: 'float16'};
+  const feeds = {in_s: new idem.Tensor('string', [], [0, 3])};
+  for (const [k, A] of Object.entries(arrays)) feeds[`in_${k}`] = new idem.Tensor(types[k], new A(0), [0, 3]);
+  let r = await s.run(feeds);
+  for (const name of s.outputNames) {
+    assert.deepEqual(r[name].dims, [0, 3], name);
+    assert.equal(r[name].data.length, 0, name);
+  }
+  const shared = new Float32Array(new SharedArrayBuffer(16));
+  shared.set([1, 2, 3, 4]);
+  r = await s.run({...feeds, in_f32: new idem.Tensor('float32', shared, [2, 2])});
+  assert.deepEqual(Array.from(r.out_f32.data), [1, 2, 3, 4]);
+  assert.notEqual(r.out_f32.data.buffer, shared.buffer);
+});
