@@ -302,3 +302,22 @@ test('empty tensors, and feeds in a SharedArrayBuffer (their aliases are copied)
   assert.deepEqual(Array.from(r.out_f32.data), [1, 2, 3, 4]);
   assert.notEqual(r.out_f32.data.buffer, shared.buffer);
 });
+
+test('the package loads and runs inside a worker thread too', async () => {
+  const {Worker} = require('worker_threads');
+  const code = `
+    const {parentPort, workerData} = require('worker_threads');
+    const ort = require(workerData.pkg);
+    (async () => {
+      const s = await ort.InferenceSession.create(workerData.model);
+      const a = new ort.Tensor('float32', new Float32Array(12).fill(2), [3, 4]);
+      parentPort.postMessage(Array.from((await s.run({a, b: a})).c.data));
+    })();`;
+  const w = new Worker(code, {eval: true, workerData: {pkg: require.resolve('..'), model: model('add')}});
+  const message = await new Promise((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  assert.deepEqual(message, Array(12).fill(4));
+  await w.terminate();
+});
