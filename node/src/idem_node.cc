@@ -477,6 +477,9 @@ class SessionWrap final : public Napi::ObjectWrap<SessionWrap> {
     }
     Napi::Object tensor = feed.As<Napi::Object>();
     Napi::Value location = tensor.Get("location");
+    if (!location.IsUndefined() && !location.IsString()) {
+      throw Napi::TypeError::New(env, "Tensor.location must be a string.");
+    }
     if (location.IsString()) {
       const std::string where = location.As<Napi::String>().Utf8Value();
       if (where == "none") {

@@ -321,3 +321,33 @@ test('the package loads and runs inside a worker thread too', async () => {
   assert.deepEqual(message, Array(12).fill(4));
   await w.terminate();
 });
+
+test('malformed feeds are refused, naming what is wrong', async () => {
+  const s = await idem.InferenceSession.create(model('add'));
+  const b = new idem.Tensor('float32', iota(12), [3, 4]);
+  const detached = new Float32Array(12);
+  structuredClone(detached.buffer, {transfer: [detached.buffer]});
+  const t = (over) => ({location: 'cpu', type: 'float32', dims: [3, 4], data: iota(12), ...over});
+  const cases = [
+    [t({dims: [NaN, 4]}), RangeError, /Tensor.dims\[0\] is invalid: NaN/],
+    [t({dims: [-3, 4]}), RangeError, /Tensor.dims\[0\] is invalid: -3/],
+    [t({dims: [2 ** 52, 2 ** 52]}), RangeError, /element count overflows/],
+    [t({dims: 12}), TypeError, /Tensor.dims must be an array/],
+    [t({dims: ['3', 4]}), TypeError, /Tensor.dims\[0\] is not a number/],
+    [t({type: 'complex64'}), TypeError, /Tensor.type is not supported: complex64/],
+    [t({type: 1}), TypeError, /Tensor.type must be a string/],
+    [t({data: [1, 2]}), TypeError, /Tensor.data must be a typed array/],
+    [t({data: new DataView(new ArrayBuffer(48))}), TypeError, /Tensor.data must be a typed array/],
+    [t({data: detached}), RangeError, /Tensor.data holds 0 bytes/],
+    [t({location: {}}), TypeError, /Tensor.location must be a string/],
+    [t({location: 'gpu-buffer'}), Error, /location 'gpu-buffer' is not supported/],
+    [null, TypeError, /Tensor must be an object/],
+  ];
+  for (const [a, Kind, pattern] of cases) {
+    const e = await rejection(s.run({a, b}));
+    assert.ok(e instanceof Kind, `${e.constructor.name}: ${e.message}`);
+    assert.match(e.message, pattern);
+  }
+  // The session is unharmed.
+  assert.equal((await s.run({a: b, b})).c.data[11], 22);
+});
