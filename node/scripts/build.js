@@ -3,7 +3,7 @@
 // this package lives in (node/ of an idem checkout), then puts it at build/Release/idem_node.node.
 // Offline: CMake, the compiler and idem's libraries come from Debian (scripts/setup.sh), and the
 // two header packages (node-api-headers, node-addon-api) from the npm registry; nothing is
-// downloaded from nodejs.org.
+// downloaded from Node.js's own site (node-gyp would fetch its headers from there).
 //
 // Environment:
 //   IDEM_CMAKE_BUILD_DIR  an existing or new CMake build folder of the repository to build the
