@@ -15,6 +15,11 @@
 //  - a window that covers no input element (pads larger than the kernel) is an error for
 //    MaxPool (there is no element to select); AveragePool gives 0 / pool_size with
 //    count_include_pad and NaN (0 / 0 in floating point) without.
+// auto_pad follows the spec where ONNX Runtime 1.30 does not: SAME pads are computed with the
+// dilated kernel extent (ONNX Runtime uses the undilated kernel, so its output and pads differ
+// when dilations > 1), a negative SAME pad is 0 (ONNX Runtime fails), and VALID ignores
+// ceil_mode as the spec's two formulas agree (ONNX Runtime's ceil_mode can add an output).
+// Explicit pads (NOTSET) agree with ONNX Runtime in every mode.
 #include <fmt/format.h>
 
 #include <cmath>

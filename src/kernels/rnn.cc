@@ -14,6 +14,10 @@
 // each row's length; the reverse direction runs from each row's last valid step back to 0.
 // LSTM-1's output_sequence is accepted and ignored (Y is produced whenever it is requested), as
 // in every later version. Activation names compare case-insensitively.
+// Where ONNX Runtime 1.30 departs from the spec, the spec wins: missing activation_alpha/beta
+// take the defaults of the corresponding operators (ThresholdedRelu alpha 1, Affine 1 / 0,
+// ScaledTanh 1 / 1; ONNX Runtime uses 0 for these three), ThresholdedRelu keeps x >= alpha (the
+// LSTM text; ONNX Runtime uses x > alpha), and layout 1 runs (ONNX Runtime's CPU LSTM refuses it).
 #include <fmt/format.h>
 
 #include <array>
