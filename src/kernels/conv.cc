@@ -19,7 +19,13 @@
 //     output_shape given, or SAME_* (out = in * stride): total = full - out split as the spec
 //     (version 11) says: SAME_UPPER pad_begin = total / 2, else pad_begin = total - total / 2;
 //     when out exceeds full (total < 0) nothing is cropped and the positions past full hold the
-//     bias only (as ONNX Runtime, which clamps the total to 0).
+//     bias only (as ONNX Runtime, which clamps the total to 0). Version 1's text swaps the
+//     SAME_UPPER split; its attribute text and ONNX Runtime agree with version 11's, used here
+//     for every version.
+// Where ONNX Runtime 1.30 differs (checked on random cases): it refuses Conv SAME_* with
+// dilations > 1 (idem follows the spec), refuses an output_shape exceeding the full output by a
+// stride or more, and for ConvTranspose SAME_* with in * stride > full gives the full size
+// instead of the spec's in * stride (idem: in * stride, as ONNX shape inference).
 #include <fmt/format.h>
 
 #include <algorithm>

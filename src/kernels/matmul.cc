@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -98,6 +99,32 @@ void MicroKernel(int64_t kb, const U* __restrict a, const U* __restrict b, U* __
   }
 }
 
+// Fewer rows than a register tile (a vector times a matrix: LSTM steps, depthwise Conv, MatMul
+// of one row): no packing; each row of c is updated once per p, so every result still sums
+// over p in order.
+template <class U>
+void GemmFewRows(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const U* a,
+                 int64_t lda, const U* b, int64_t ldb, U* c, int64_t ldc, bool accumulate) {
+  for (int64_t i = 0; i < m; ++i) {
+    U* __restrict row = c + i * ldc;
+    if (!accumulate) std::fill(row, row + n, U{});
+    if (trans_b) {
+      for (int64_t j = 0; j < n; ++j) {
+        U s = row[j];
+        const U* bj = b + j * ldb;
+        for (int64_t p = 0; p < k; ++p) s += (trans_a ? a[p * lda + i] : a[i * lda + p]) * bj[p];
+        row[j] = s;
+      }
+    } else {
+      for (int64_t p = 0; p < k; ++p) {
+        const U av = trans_a ? a[p * lda + i] : a[i * lda + p];
+        const U* __restrict bp = b + p * ldb;
+        for (int64_t j = 0; j < n; ++j) row[j] += av * bp[j];
+      }
+    }
+  }
+}
+
 template <class U>
 void GemmImpl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const U* a, int64_t lda,
               const U* b, int64_t ldb, U* c, int64_t ldc, bool accumulate) {
@@ -108,21 +135,27 @@ void GemmImpl(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const
     }
     return;
   }
+  if (m < kMr) {
+    GemmFewRows(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return;
+  }
+  // Packing buffers of a fixed, small size (at most 640 KiB for 8-byte types); every element
+  // read is written by the packing first.
   const int64_t kc = std::min(kKc, k);
-  std::vector<U> bpack(static_cast<size_t>(kc * RoundUp(std::min(kNc, n), kNr)));
-  std::vector<U> apack(static_cast<size_t>(kc * RoundUp(std::min(kMc, m), kMr)));
+  std::unique_ptr<U[]> bpack(new U[static_cast<size_t>(kc * RoundUp(std::min(kNc, n), kNr))]);
+  std::unique_ptr<U[]> apack(new U[static_cast<size_t>(kc * RoundUp(std::min(kMc, m), kMr))]);
   for (int64_t j0 = 0; j0 < n; j0 += kNc) {
     const int64_t nb = std::min(kNc, n - j0);
     for (int64_t p0 = 0; p0 < k; p0 += kKc) {
       const int64_t kb = std::min(kKc, k - p0);
       const bool load = accumulate || p0 > 0;
-      PackB(trans_b, b, ldb, p0, kb, j0, nb, bpack.data());
+      PackB(trans_b, b, ldb, p0, kb, j0, nb, bpack.get());
       for (int64_t i0 = 0; i0 < m; i0 += kMc) {
         const int64_t mb = std::min(kMc, m - i0);
-        PackA(trans_a, a, lda, i0, mb, p0, kb, apack.data());
+        PackA(trans_a, a, lda, i0, mb, p0, kb, apack.get());
         for (int64_t ip = 0; ip < mb; ip += kMr) {
           for (int64_t jp = 0; jp < nb; jp += kNr) {
-            MicroKernel(kb, apack.data() + ip * kb, bpack.data() + jp * kb,
+            MicroKernel(kb, apack.get() + ip * kb, bpack.get() + jp * kb,
                         c + (i0 + ip) * ldc + j0 + jp, ldc, std::min(kMr, mb - ip),
                         std::min(kNr, nb - jp), load);
           }

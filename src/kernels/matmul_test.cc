@@ -116,8 +116,13 @@ TEST(ReferenceGemmTest, EqualsTheNaiveLoopBitForBit) {
 #if defined(__FP_FAST_FMAF)
   GTEST_SKIP() << "the compiler may contract a * b + c into an FMA differently in each loop";
 #endif
-  for (auto [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
-           {1, 1, 1}, {3, 5, 7}, {4, 8, 256}, {5, 9, 257}, {70, 530, 300}, {1, 1200, 3}}) {
+  for (auto [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 1},
+                                                                           {3, 5, 7},
+                                                                           {4, 8, 256},
+                                                                           {5, 9, 257},
+                                                                           {70, 530, 300},
+                                                                           {1, 1200, 3},
+                                                                           {2, 700, 300}}) {
     for (int trans = 0; trans < 4; ++trans) {
       for (bool accumulate : {false, true}) {
         const bool ta = trans & 1, tb = trans & 2;
@@ -498,6 +503,23 @@ TEST(GemmTest, BadShapesAreRefusedWithTheRule) {
                     .WithLimits(limits)
                     .Run({Floats({300, 1}, Random(300, 1)), Floats({1, 300}, Random(300, 2))}),
                 StatusCode::kResourceExhausted, "max_tensor_bytes");
+}
+
+// Through the planner: C is required before Gemm-11; shape errors name the node.
+TEST(GemmTest, PlannerChecksArityAndNamesTheNode) {
+  const auto f32 = [](std::vector<int64_t> d) { return TensorTypeProto(E::kFloat, d); };
+  for (int v : {7, 9}) {
+    EXPECT_STATUS(PlanError(OneNode("Gemm", v, {{"a", f32({2, 3})}, {"b", f32({3, 4})}},
+                                    {{"y", Unshaped(E::kFloat)}})),
+                  StatusCode::kInvalidModel,
+                  "has 2 inputs; Gemm-" + std::to_string(v) + " takes 3");
+  }
+  EXPECT_TRUE(
+      PlanError(OneNode("Gemm", 11, {{"a", f32({2, 3})}, {"b", f32({3, 4})}}, {{"y", f32({2, 4})}}))
+          .ok());
+  EXPECT_STATUS(PlanError(OneNode("MatMul", 13, {{"a", f32({2, 3})}, {"b", f32({4, 4})}},
+                                  {{"y", Unshaped(E::kFloat)}})),
+                StatusCode::kInvalidArgument, "node 'n0' (MatMul-13)");
 }
 
 // Every Gemm and MatMul version onnx 1.12 knows: formal parameters, type sets and attributes
