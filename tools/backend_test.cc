@@ -15,6 +15,7 @@
 #include <optional>
 #include <random>
 
+#include "src/core/float_convert.h"
 #include "src/core/text.h"
 #include "src/onnx/model_loader.h"
 #include "src/onnx/proto_convert.h"
@@ -95,19 +96,6 @@ bool IsTolerantType(ElementType type) {
          type == ElementType::kFloat16 || type == ElementType::kBfloat16;
 }
 
-// IEEE binary16 bits as a double (exact).
-double HalfBitsToDouble(uint16_t h) {
-  const int exponent = (h >> 10) & 0x1f;
-  const int mantissa = h & 0x3ff;
-  const double sign = (h & 0x8000) != 0 ? -1.0 : 1.0;
-  if (exponent == 0x1f) {
-    return mantissa != 0 ? std::numeric_limits<double>::quiet_NaN()
-                         : sign * std::numeric_limits<double>::infinity();
-  }
-  if (exponent == 0) return sign * std::ldexp(mantissa, -24);  // zero and subnormals
-  return sign * std::ldexp(mantissa + 1024, exponent - 25);
-}
-
 // Element `i` of a float tensor of one of the IsTolerantType types, as a double (exact).
 double ElementAsDouble(const Tensor& t, int64_t i) {
   const std::byte* bytes = t.data().bytes().data();
@@ -125,15 +113,12 @@ double ElementAsDouble(const Tensor& t, int64_t i) {
     case ElementType::kFloat16: {
       uint16_t h;
       std::memcpy(&h, bytes + i * 2, 2);
-      return HalfBitsToDouble(h);
+      return HalfToFloat(h);
     }
-    default: {  // bfloat16: the high half of a float
+    default: {  // bfloat16
       uint16_t b;
       std::memcpy(&b, bytes + i * 2, 2);
-      const uint32_t bits = uint32_t{b} << 16;
-      float f;
-      std::memcpy(&f, &bits, 4);
-      return f;
+      return Bf16ToFloat(b);
     }
   }
 }
