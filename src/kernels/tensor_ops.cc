@@ -511,15 +511,19 @@ Status RunGather(const GatherAttrs& a, RunContext& ctx, std::span<const Value* c
     }
     return {};
   }
-  const uint64_t count = outer * indices.size() * inner;
+  uint64_t count = 0;
+  if (__builtin_mul_overflow(outer * inner, static_cast<uint64_t>(indices.size()), &count) ||
+      count > ctx.limits().max_elements) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("an output of shape [{}] exceeds max_elements {}",
+                              fmt::join(shape, ","), ctx.limits().max_elements));
+  }
   if (type == E::kString) {
     auto src = data.strings();
     uint64_t string_bytes = 0;
-    if (count > ctx.limits().max_elements) {
-      return Status(StatusCode::kResourceExhausted,
-                    fmt::format("an output of shape [{}] exceeds max_elements {}",
-                                fmt::join(shape, ","), ctx.limits().max_elements));
-    }
+    // The per-element part of the size first, so the strings are only walked when it fits.
+    IDEM_ASSIGN_OR_RETURN(uint64_t element_bytes, TensorBytes(type, count, ctx.limits()));
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(element_bytes));
     for (uint64_t o = 0; o < outer; ++o) {
       for (int64_t i : indices) {
         const uint64_t at = (o * static_cast<uint64_t>(extent) + static_cast<uint64_t>(i)) * inner;
