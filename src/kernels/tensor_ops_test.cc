@@ -323,6 +323,16 @@ TEST(ConstantOfShapeTest, BadInputs) {
       StatusCode::kResourceExhausted, "max_tensor_bytes");
   EXPECT_STATUS(KernelRunner("ConstantOfShape", 9).Run({I64Vec({int64_t{1} << 40, 1 << 30})}),
                 StatusCode::kResourceExhausted, "max_elements");
+  Limits rank;
+  rank.max_rank = 4;
+  EXPECT_STATUS(KernelRunner("ConstantOfShape", 9).WithLimits(rank).Run({I64Vec({1, 1, 1, 1, 1})}),
+                StatusCode::kResourceExhausted, "max_rank");
+  EXPECT_STATUS(
+      KernelRunner("Reshape", 13).WithLimits(rank).Run({Iota({1}), I64Vec({1, 1, 1, 1, 1})}),
+      StatusCode::kResourceExhausted, "max_rank");
+  EXPECT_STATUS(
+      KernelRunner("Unsqueeze", 13).WithLimits(rank).Run({Iota({1}), I64Vec({0, 1, 2, 3})}),
+      StatusCode::kResourceExhausted, "max_rank");
 }
 
 // ---- Flatten ----------------------------------------------------------------------------------
