@@ -349,11 +349,10 @@ Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int6
     auto src = t.strings();
     uint64_t count = 1, string_bytes = 0;
     for (int64_t d : dims) count *= static_cast<uint64_t>(d);
-    if (count > ctx.limits().max_elements) {
-      return Status(StatusCode::kResourceExhausted,
-                    fmt::format("an output of shape [{}] exceeds max_elements {}",
-                                fmt::join(out_shape, ","), ctx.limits().max_elements));
-    }
+    // The per-element part of the size first, so the strings are only walked when it fits.
+    IDEM_ASSIGN_OR_RETURN(uint64_t element_bytes,
+                          TensorBytes(ElementType::kString, count, ctx.limits()));
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(element_bytes));
     ForEachStridedRow(dims, steps, offset, [&](int64_t, int64_t s, int64_t n, int64_t step) {
       for (int64_t k = 0; k < n; ++k) string_bytes += src[static_cast<size_t>(s + k * step)].size();
     });

@@ -167,6 +167,11 @@ Status RunUnsqueeze(const UnsqueezeAttrs& a, RunContext& ctx, std::span<const Va
     IDEM_ASSIGN_OR_RETURN(axes, ReadIntVector(inputs[1]->tensor(), "axes", true));
   }
   IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, UnsqueezeShape<int64_t>(t.shape(), axes));
+  if (shape.size() > ctx.limits().max_rank) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("an output of rank {} exceeds max_rank {}", shape.size(),
+                              ctx.limits().max_rank));
+  }
   IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, shape));
   return {};
 }

@@ -53,6 +53,15 @@ Inference OutputsOfType(ElementType type, std::vector<std::optional<DimList>> sh
   return inf;
 }
 
+// An output rank within max_rank (what the loader allows a tensor).
+Status CheckRank(const Limits& limits, size_t rank) {
+  if (rank > limits.max_rank) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("an output of rank {} exceeds max_rank {}", rank, limits.max_rank));
+  }
+  return {};
+}
+
 // ---- Concat -----------------------------------------------------------------------------------
 
 struct ConcatAttrs {
@@ -62,6 +71,7 @@ struct ConcatAttrs {
 Result<ConcatAttrs> ParseConcat(const NodeContext& ctx) {
   AttrReader r(ctx.node);
   ConcatAttrs a;
+  if (ctx.inputs.empty()) return InvalidModel("Concat needs at least one input");
   // Concat-1 defaults the axis to 1; from version 4 it is required.
   IDEM_ASSIGN_OR_RETURN(a.axis, ctx.version == 1 ? r.Int("axis", 1) : r.Int("axis"));
   IDEM_RETURN_IF_ERROR(
@@ -306,6 +316,7 @@ Status RunConstantOfShape(const ConstantOfShapeAttrs& a, RunContext& ctx,
                           std::span<const Value* const> inputs, std::span<Value> outputs) {
   IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> values, ReadIntVector(inputs[0]->tensor(), "input"));
   IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ConstantOfShapeDims<int64_t>(values));
+  IDEM_RETURN_IF_ERROR(CheckRank(ctx.limits(), shape.size()));
   if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
     IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(a.type, std::move(shape), Buffer()));
     return {};
@@ -490,6 +501,7 @@ Status RunGather(const GatherAttrs& a, RunContext& ctx, std::span<const Value* c
   const Tensor& index_tensor = inputs[1]->tensor();
   IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
                         GatherShape<int64_t>(a, data.shape(), index_tensor.shape()));
+  IDEM_RETURN_IF_ERROR(CheckRank(ctx.limits(), shape.size()));
   const auto axis =
       static_cast<size_t>(a.axis < 0 ? a.axis + static_cast<int64_t>(data.rank()) : a.axis);
   const int64_t extent = data.shape()[axis];
@@ -511,15 +523,19 @@ Status RunGather(const GatherAttrs& a, RunContext& ctx, std::span<const Value* c
     }
     return {};
   }
-  const uint64_t count = outer * indices.size() * inner;
+  uint64_t count = 0;
+  if (__builtin_mul_overflow(outer * inner, static_cast<uint64_t>(indices.size()), &count) ||
+      count > ctx.limits().max_elements) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("an output of shape [{}] exceeds max_elements {}",
+                              fmt::join(shape, ","), ctx.limits().max_elements));
+  }
   if (type == E::kString) {
     auto src = data.strings();
     uint64_t string_bytes = 0;
-    if (count > ctx.limits().max_elements) {
-      return Status(StatusCode::kResourceExhausted,
-                    fmt::format("an output of shape [{}] exceeds max_elements {}",
-                                fmt::join(shape, ","), ctx.limits().max_elements));
-    }
+    // The per-element part of the size first, so the strings are only walked when it fits.
+    IDEM_ASSIGN_OR_RETURN(uint64_t element_bytes, TensorBytes(type, count, ctx.limits()));
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(element_bytes));
     for (uint64_t o = 0; o < outer; ++o) {
       for (int64_t i : indices) {
         const uint64_t at = (o * static_cast<uint64_t>(extent) + static_cast<uint64_t>(i)) * inner;
@@ -729,6 +745,7 @@ Status RunReshape(const ReshapeAttrs& a, RunContext& ctx, std::span<const Value*
     IDEM_ASSIGN_OR_RETURN(shape, ReadIntVector(inputs[1]->tensor(), "shape"));
   }
   IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ReshapeShape<int64_t>(a, t.shape(), shape));
+  IDEM_RETURN_IF_ERROR(CheckRank(ctx.limits(), dims.size()));
   IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, dims));
   return {};
 }
@@ -812,6 +829,7 @@ Result<SplitAttrs> ParseSplit(const NodeContext& ctx) {
   SplitAttrs a;
   a.version = ctx.version;
   a.outputs = ctx.node.outputs.size();
+  if (a.outputs == 0) return InvalidModel("Split needs at least one output");
   IDEM_ASSIGN_OR_RETURN(a.axis, r.Int("axis", 0));
   IDEM_RETURN_IF_ERROR(
       CheckNonNegative(std::span<const int64_t>(&a.axis, 1), ctx.version, 11, "attribute 'axis'"));

@@ -323,6 +323,16 @@ TEST(ConstantOfShapeTest, BadInputs) {
       StatusCode::kResourceExhausted, "max_tensor_bytes");
   EXPECT_STATUS(KernelRunner("ConstantOfShape", 9).Run({I64Vec({int64_t{1} << 40, 1 << 30})}),
                 StatusCode::kResourceExhausted, "max_elements");
+  Limits rank;
+  rank.max_rank = 4;
+  EXPECT_STATUS(KernelRunner("ConstantOfShape", 9).WithLimits(rank).Run({I64Vec({1, 1, 1, 1, 1})}),
+                StatusCode::kResourceExhausted, "max_rank");
+  EXPECT_STATUS(
+      KernelRunner("Reshape", 13).WithLimits(rank).Run({Iota({1}), I64Vec({1, 1, 1, 1, 1})}),
+      StatusCode::kResourceExhausted, "max_rank");
+  EXPECT_STATUS(
+      KernelRunner("Unsqueeze", 13).WithLimits(rank).Run({Iota({1}), I64Vec({0, 1, 2, 3})}),
+      StatusCode::kResourceExhausted, "max_rank");
 }
 
 // ---- Flatten ----------------------------------------------------------------------------------
@@ -931,6 +941,53 @@ TEST(TensorFoldingTest, ShapeSubgraphsFoldAtPlanning) {
   EXPECT_EQ(sym.Describe().find("folded at planning"), std::string::npos) << sym.Describe();
   auto five = sym.Run({Floats({5, 3, 4}, std::vector<float>(60, 2.0f))}).value();
   EXPECT_EQ(ShapeOf(five[0]), (std::vector<int64_t>{5, 12}));
+}
+
+}  // namespace
+}  // namespace idem::testing
+
+namespace idem::testing {
+namespace {
+
+// Empty tensors may have huge dims ([0, 2^31, 2^31]): nothing is copied and nothing is looped
+// over.
+TEST(TensorEmptyTest, HugeDimsOfEmptyTensors) {
+  const int64_t big = int64_t{1} << 31;
+  Value empty = Value::MakeTensor(E::kFloat, {0, big, big}, Buffer()).value();
+  auto t = KernelRunner("Transpose", 13).Run({empty}).value();
+  EXPECT_EQ(ShapeOf(t[0]), (std::vector<int64_t>{big, big, 0}));
+  auto s = KernelRunner("Slice", 13).Run({empty, I64Vec({1}), I64Vec({3}), I64Vec({2})}).value();
+  EXPECT_EQ(ShapeOf(s[0]), (std::vector<int64_t>{0, big, 2}));
+  auto parts = KernelRunner("Split", 13).IntAttr("axis", 1).Run({empty}, 2).value();
+  EXPECT_EQ(ShapeOf(parts[1]), (std::vector<int64_t>{0, big / 2, big}));
+  auto c = KernelRunner("Concat", 13).IntAttr("axis", 0).Run({empty, empty}).value();
+  EXPECT_EQ(ShapeOf(c[0]), (std::vector<int64_t>{0, big, big}));
+  auto g = KernelRunner("Gather", 13).IntAttr("axis", 2).Run({empty, I64Vec({5, 6})}).value();
+  EXPECT_EQ(ShapeOf(g[0]), (std::vector<int64_t>{0, big, 2}));
+  auto sq = KernelRunner("Unsqueeze", 13).Run({empty, I64Vec({0})}).value();
+  EXPECT_EQ(ShapeOf(sq[0]), (std::vector<int64_t>{1, 0, big, big}));
+  auto f = KernelRunner("Flatten", 13).Run({empty}).value();
+  EXPECT_EQ(ShapeOf(f[0]), (std::vector<int64_t>{0, big * big}));
+  EXPECT_EQ(Ints(KernelRunner("Size", 13).Run({empty}).value()[0]), (std::vector<int64_t>{0}));
+}
+
+// String outputs are checked against the limits before their strings are copied.
+TEST(TensorEmptyTest, StringOutputsAreCheckedFirst) {
+  Value s = Strings({2}, {"abc", "de"});
+  EXPECT_STATUS(KernelRunner("Gather", 13)
+                    .WithLimits(SmallLimits(300))
+                    .Run({s, I64Vec(std::vector<int64_t>(8, 0))}),
+                StatusCode::kResourceExhausted, "max_tensor_bytes");
+  EXPECT_STATUS(
+      KernelRunner("Concat", 13).IntAttr("axis", 0).WithLimits(SmallLimits(300)).Run({s, s, s}),
+      StatusCode::kResourceExhausted, "max_tensor_bytes");
+  Value m = Strings({2, 3}, {"a", "b", "c", "d", "e", "f"});
+  EXPECT_STATUS(KernelRunner("Transpose", 13).WithLimits(SmallLimits(300)).Run({m}),
+                StatusCode::kResourceExhausted, "max_tensor_bytes");
+  EXPECT_STATUS(KernelRunner("Reshape", 13).WithLimits(SmallLimits(300)).Run({m, I64Vec({6})}),
+                StatusCode::kResourceExhausted, "max_tensor_bytes");
+  auto ok = KernelRunner("Transpose", 13).Run({m}).value();
+  EXPECT_EQ(StringsOf(ok[0]), (std::vector<std::string>{"a", "d", "b", "e", "c", "f"}));
 }
 
 }  // namespace
