@@ -322,10 +322,10 @@ float Original(Coord c, float x, float scale, float len_out, float len_in, float
     case Coord::kAlignCorners:
       return len_out == 1 ? 0.0f : x * (len_in - 1) / (len_out - 1);
     case Coord::kTfCropAndResize: {
-      // In double, as ONNX Runtime 1.30 computes it (a float evaluation moves ties).
-      const double s = roi_start, e = roi_end, li = len_in, lo = len_out;
-      const double orig =
-          lo > 1 ? s * (li - 1) + (x * (e - s) * (li - 1)) / (lo - 1) : 0.5 * (s + e) * (li - 1);
+      const double orig = len_out > 1
+                              ? roi_start * (len_in - 1) +
+                                    (x * (roi_end - roi_start) * (len_in - 1)) / (len_out - 1)
+                              : 0.5 * (roi_start + roi_end) * (len_in - 1);
       return static_cast<float>(orig);
     }
     case Coord::kHalfPixelSymmetric: {
@@ -346,21 +346,19 @@ int64_t NearestPixel(Nearest m, float x, bool downsample) {
   switch (m) {
     case Nearest::kSimple:
       return downsample ? static_cast<int64_t>(std::ceil(x)) : static_cast<int64_t>(x);
-    case Nearest::kRoundPreferCeil: {
-      // As ONNX Runtime 1.30: a coordinate within 1e-6 below a half rounds up, so float error
-      // in (x + 0.5) / scale does not turn a tie into the lower pixel.
-      const float f = std::floor(x);
-      return static_cast<int64_t>(f) + (x - f >= 0.5f - 1e-6f ? 1 : 0);
-    }
+    case Nearest::kRoundPreferCeil:
+    case Nearest::kRoundPreferFloor:
+      break;
     case Nearest::kFloor:
       return static_cast<int64_t>(std::floor(x));
     case Nearest::kCeil:
       return static_cast<int64_t>(std::ceil(x));
-    case Nearest::kRoundPreferFloor:
-      break;
   }
-  if (x == static_cast<float>(static_cast<int64_t>(x)) + 0.5f) {
-    return static_cast<int64_t>(std::floor(x));
+  // As ONNX Runtime 1.30: a coordinate within 1e-6 of a half is a tie, so float error in
+  // (x + 0.5) / scale - 0.5 does not decide which pixel a tie takes.
+  const float f = std::floor(x);
+  if (std::fabs(x - f - 0.5f) <= 1e-6f) {
+    return static_cast<int64_t>(f) + (m == Nearest::kRoundPreferCeil ? 1 : 0);
   }
   return static_cast<int64_t>(std::round(x));
 }
