@@ -378,7 +378,9 @@ TEST(ConstantFoldingTest, ConstantsAreFoldedAtPlanning) {
     auto v = out[0].tensor().data_as<float>();
     EXPECT_EQ(std::vector<float>(v.begin(), v.end()), (std::vector<float>{1.5f, -2.0f}));
     // Every run hands back the same folded value (no step allocates one).
-    if (fold) EXPECT_TRUE(s.Run({}).value()[0].SharesStorageWith(out[0]));
+    if (fold) {
+      EXPECT_TRUE(s.Run({}).value()[0].SharesStorageWith(out[0]));
+    }
   }
 }
 
