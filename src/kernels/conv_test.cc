@@ -11,6 +11,7 @@
 #include "src/core/float_convert.h"
 #include "src/kernels/op.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/status_matchers.h"
 #include "tests/test_models.h"
 
@@ -30,35 +31,6 @@ std::vector<float> Random(size_t n, uint32_t seed) {
   return out;
 }
 
-int64_t Count(const Dims& d) {
-  int64_t n = 1;
-  for (int64_t v : d) n *= v;
-  return n;
-}
-
-Value FloatTensor(E type, Dims shape, const std::vector<float>& values) {
-  switch (type) {
-    case E::kFloat16: {
-      std::vector<uint16_t> bits;
-      for (float v : values) bits.push_back(FloatToHalf(v));
-      return MakeTensorOf(type, std::move(shape), bits);
-    }
-    case E::kBfloat16: {
-      std::vector<uint16_t> bits;
-      for (float v : values) bits.push_back(FloatToBf16(v));
-      return MakeTensorOf(type, std::move(shape), bits);
-    }
-    case E::kDouble:
-      return MakeTensorOf(type, std::move(shape),
-                          std::vector<double>(values.begin(), values.end()));
-    default:
-      return MakeTensorOf(type, std::move(shape), values);
-  }
-}
-
-std::vector<double> Doubles(const Value& v) { return ReadDoubles(v.tensor()); }
-Dims Shape(const Value& v) { return {v.tensor().shape().begin(), v.tensor().shape().end()}; }
-
 void ExpectClose(const std::vector<double>& actual, const std::vector<double>& expected,
                  double rtol = 1e-3, double atol = 1e-5) {
   ASSERT_EQ(actual.size(), expected.size());
@@ -68,24 +40,6 @@ void ExpectClose(const std::vector<double>& actual, const std::vector<double>& e
       ADD_FAILURE() << "element " << i << ": " << actual[i] << " vs " << expected[i];
     }
   }
-}
-
-std::vector<Value> RunAllWays(const std::function<KernelRunner()>& make,
-                              const std::vector<Value>& inputs) {
-  auto full = make().Run(inputs);
-  EXPECT_TRUE(full.ok()) << full.status().message();
-  if (!full.ok()) return {};
-  auto unknown = make().UnknownShapes().Run(inputs);
-  EXPECT_TRUE(unknown.ok()) << unknown.status().message();
-  KernelRunner constant = make();
-  for (size_t i = 0; i < inputs.size(); ++i) constant.ConstantInput(i);
-  auto folded = constant.Run(inputs);
-  EXPECT_TRUE(folded.ok()) << folded.status().message();
-  if (unknown.ok() && folded.ok()) {
-    EXPECT_EQ(DescribeDifference((*full)[0], (*unknown)[0]), std::nullopt);
-    EXPECT_EQ(DescribeDifference((*full)[0], (*folded)[0]), std::nullopt);
-  }
-  return std::move(full).value();
 }
 
 // Row-major offset of coords in dims.

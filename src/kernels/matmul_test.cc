@@ -12,6 +12,7 @@
 #include "src/kernels/gemm.h"
 #include "src/kernels/op.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/status_matchers.h"
 #include "tests/test_models.h"
 
@@ -31,32 +32,6 @@ std::vector<float> Random(size_t n, uint32_t seed) {
   return out;
 }
 
-// A tensor of element type `type` (float16/bfloat16/float/double) holding `values` (rounded).
-Value FloatTensor(E type, std::vector<int64_t> shape, const std::vector<float>& values) {
-  switch (type) {
-    case E::kFloat16: {
-      std::vector<uint16_t> bits;
-      for (float v : values) bits.push_back(FloatToHalf(v));
-      return MakeTensorOf(type, std::move(shape), bits);
-    }
-    case E::kBfloat16: {
-      std::vector<uint16_t> bits;
-      for (float v : values) bits.push_back(FloatToBf16(v));
-      return MakeTensorOf(type, std::move(shape), bits);
-    }
-    case E::kDouble:
-      return MakeTensorOf(type, std::move(shape),
-                          std::vector<double>(values.begin(), values.end()));
-    default:
-      return MakeTensorOf(type, std::move(shape), values);
-  }
-}
-
-std::vector<double> Doubles(const Value& v) { return ReadDoubles(v.tensor()); }
-std::vector<int64_t> Shape(const Value& v) {
-  return {v.tensor().shape().begin(), v.tensor().shape().end()};
-}
-
 // |actual - expected| <= atol + rtol * |expected| elementwise.
 void ExpectClose(const std::vector<double>& actual, const std::vector<double>& expected,
                  double rtol = 1e-3, double atol = 1e-5) {
@@ -65,26 +40,6 @@ void ExpectClose(const std::vector<double>& actual, const std::vector<double>& e
     EXPECT_LE(std::abs(actual[i] - expected[i]), atol + rtol * std::abs(expected[i]))
         << "element " << i << ": " << actual[i] << " vs " << expected[i];
   }
-}
-
-// Runs the node three ways (shapes known, shapes unknown, every input a constant) and checks
-// the results agree bit for bit; returns the first.
-std::vector<Value> RunAllWays(const std::function<KernelRunner()>& make,
-                              const std::vector<Value>& inputs, size_t outputs = 1) {
-  auto full = make().Run(inputs, outputs);
-  EXPECT_TRUE(full.ok()) << full.status().message();
-  if (!full.ok()) return {};
-  auto unknown = make().UnknownShapes().Run(inputs, outputs);
-  EXPECT_TRUE(unknown.ok()) << unknown.status().message();
-  KernelRunner constant = make();
-  for (size_t i = 0; i < inputs.size(); ++i) constant.ConstantInput(i);
-  auto folded = constant.Run(inputs, outputs);
-  EXPECT_TRUE(folded.ok()) << folded.status().message();
-  for (size_t o = 0; o < outputs && unknown.ok() && folded.ok(); ++o) {
-    EXPECT_EQ(DescribeDifference((*full)[o], (*unknown)[o]), std::nullopt);
-    EXPECT_EQ(DescribeDifference((*full)[o], (*folded)[o]), std::nullopt);
-  }
-  return std::move(full).value();
 }
 
 // float64 reference: y[b] = a[b] (m x k) * b[b] (k x n), row-major, batch-aligned.

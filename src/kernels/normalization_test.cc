@@ -10,6 +10,7 @@
 #include "src/core/float_convert.h"
 #include "src/kernels/op.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/status_matchers.h"
 #include "tests/test_models.h"
 
@@ -29,35 +30,6 @@ std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.0f, float hi = 
   return out;
 }
 
-int64_t Count(const Dims& d) {
-  int64_t n = 1;
-  for (int64_t v : d) n *= v;
-  return n;
-}
-
-Value FloatTensor(E type, Dims shape, const std::vector<float>& values) {
-  switch (type) {
-    case E::kFloat16: {
-      std::vector<uint16_t> bits;
-      for (float v : values) bits.push_back(FloatToHalf(v));
-      return MakeTensorOf(type, std::move(shape), bits);
-    }
-    case E::kBfloat16: {
-      std::vector<uint16_t> bits;
-      for (float v : values) bits.push_back(FloatToBf16(v));
-      return MakeTensorOf(type, std::move(shape), bits);
-    }
-    case E::kDouble:
-      return MakeTensorOf(type, std::move(shape),
-                          std::vector<double>(values.begin(), values.end()));
-    default:
-      return MakeTensorOf(type, std::move(shape), values);
-  }
-}
-
-std::vector<double> Doubles(const Value& v) { return ReadDoubles(v.tensor()); }
-Dims Shape(const Value& v) { return {v.tensor().shape().begin(), v.tensor().shape().end()}; }
-
 void ExpectClose(const std::vector<double>& actual, const std::vector<double>& expected,
                  double rtol = 1e-3, double atol = 1e-5) {
   ASSERT_EQ(actual.size(), expected.size());
@@ -65,24 +37,6 @@ void ExpectClose(const std::vector<double>& actual, const std::vector<double>& e
     EXPECT_LE(std::abs(actual[i] - expected[i]), atol + rtol * std::abs(expected[i]))
         << "element " << i << ": " << actual[i] << " vs " << expected[i];
   }
-}
-
-std::vector<Value> RunAllWays(const std::function<KernelRunner()>& make,
-                              const std::vector<Value>& inputs, size_t outputs = 1) {
-  auto full = make().Run(inputs, outputs);
-  EXPECT_TRUE(full.ok()) << full.status().message();
-  if (!full.ok()) return {};
-  auto unknown = make().UnknownShapes().Run(inputs, outputs);
-  EXPECT_TRUE(unknown.ok()) << unknown.status().message();
-  KernelRunner constant = make();
-  for (size_t i = 0; i < inputs.size(); ++i) constant.ConstantInput(i);
-  auto folded = constant.Run(inputs, outputs);
-  EXPECT_TRUE(folded.ok()) << folded.status().message();
-  for (size_t o = 0; o < outputs && unknown.ok() && folded.ok(); ++o) {
-    EXPECT_EQ(DescribeDifference((*full)[o], (*unknown)[o]), std::nullopt);
-    EXPECT_EQ(DescribeDifference((*full)[o], (*folded)[o]), std::nullopt);
-  }
-  return std::move(full).value();
 }
 
 struct Params {
