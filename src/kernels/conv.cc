@@ -687,7 +687,9 @@ KernelSchema ConvSchema(int version, bool transpose) {
     s.attributes.push_back("output_padding");
     s.attributes.push_back("output_shape");
   }
-  s.foldable = true;
+  // Not folded at planning: its work is outputs x kernel (or K), not proportional to the file, so
+  // a small model could make Session::Create compute for hours with no deadline to stop it.
+  s.foldable = false;
   DefineOp<ConvAttrs>(
       s, [transpose](const NodeContext& ctx) { return ParseConvAttrs(ctx, transpose); }, InferConv,
       CreateConv);

@@ -525,7 +525,9 @@ KernelSchema GemmSchema(int version) {
   } else {
     s.attributes = {"alpha", "beta", "transA", "transB"};
   }
-  s.foldable = true;
+  // Not folded at planning: its work is outputs x kernel (or K), not proportional to the file, so
+  // a small model could make Session::Create compute for hours with no deadline to stop it.
+  s.foldable = false;
   DefineOp<GemmAttrs>(s, ParseGemm, InferGemm, CreateGemm);
   return s;
 }
@@ -537,7 +539,9 @@ KernelSchema MatMulSchema(int version) {
   s.inputs = {{"A", "T"}, {"B", "T"}};
   s.outputs = {{"Y", "T"}};
   s.constraints = {{"T", MatrixTypes(version)}};
-  s.foldable = true;
+  // Not folded at planning: its work is outputs x kernel (or K), not proportional to the file, so
+  // a small model could make Session::Create compute for hours with no deadline to stop it.
+  s.foldable = false;
   DefineOp<MatMulAttrs>(s, ParseMatMul, InferMatMul, CreateMatMul);
   return s;
 }

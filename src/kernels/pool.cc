@@ -468,7 +468,9 @@ KernelSchema PoolSchema(PoolKind kind, int version) {
   if (kind == PoolKind::kMax && version >= 8) {
     s.constraints.push_back({"I", {Type::Tensor(ElementType::kInt64)}});
   }
-  s.foldable = true;
+  // Not folded at planning: its work is outputs x kernel (or K), not proportional to the file, so
+  // a small model could make Session::Create compute for hours with no deadline to stop it.
+  s.foldable = false;
   DefineOp<PoolAttrs>(
       s, [kind](const NodeContext& ctx) { return ParsePool(ctx, kind); }, InferPool, CreatePool);
   return s;

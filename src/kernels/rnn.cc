@@ -546,7 +546,9 @@ KernelSchema LstmSchema(int version) {
                   "direction",        "hidden_size",     "input_forget"};
   if (version == 1) s.attributes.push_back("output_sequence");
   if (version >= 14) s.attributes.push_back("layout");
-  s.foldable = true;
+  // Not folded at planning: its work is outputs x kernel (or K), not proportional to the file, so
+  // a small model could make Session::Create compute for hours with no deadline to stop it.
+  s.foldable = false;
   DefineOp<LstmAttrs>(s, ParseLstm, InferLstm, CreateLstm);
   return s;
 }

@@ -661,7 +661,8 @@ TEST(LstmRegistryTest, EveryVersionMatchesTheSchemas) {
     ASSERT_NE(theirs, nullptr);
     EXPECT_EQ(theirs->SinceVersion(), v);
     const KernelSchema* ours = r.Resolve("", "LSTM", v);
-    EXPECT_TRUE(ours->foldable);
+    // Never folded at planning: its cost is not bounded by the file's size.
+    EXPECT_FALSE(ours->foldable);
     ASSERT_EQ(ours->inputs.size(), theirs->inputs().size());
     for (size_t i = 0; i < ours->inputs.size(); ++i) {
       EXPECT_EQ(ours->inputs[i].name, theirs->inputs()[i].GetName());
