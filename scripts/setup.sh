@@ -40,6 +40,20 @@ if [ "${IDEM_ORT:-0}" = 1 ] && [ ! -d "$BUILD_DIR/ort/node_modules/onnxruntime-n
   mkdir -p "$BUILD_DIR/ort"
   (cd "$BUILD_DIR/ort" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@1.30.0)
 fi
+# The Node.js package (node/, docs/node.md): its npm dependencies (the header-only node-addon-api
+# and node-api-headers, and onnxruntime-common) before configuring, so the build makes its addon
+# (IDEM_BUILD_NODE=AUTO). Needs node and npm (installed from Debian when CI=true); without them
+# the package is not built and its test is reported as skipped.
+if [ "${CI:-}" = true ] && ! command -v npm >/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
+if command -v npm >/dev/null && { [ ! -f node/node_modules/node-addon-api/napi.h ] ||
+    [ ! -f node/node_modules/node-api-headers/include/node_api.h ] ||
+    [ ! -f node/node_modules/onnxruntime-common/package.json ]; }; then
+  (cd node && npm install --ignore-scripts --no-audit --no-fund) ||
+    echo "setup: npm install in node/ failed; the Node.js addon is not built" >&2
+fi
 # In CI (CI=true) warnings are errors: IDEM_WERROR adds -Werror to idem's own targets.
 WERROR_ARGS=()
 [ "${CI:-}" = true ] && WERROR_ARGS=(-DIDEM_WERROR=ON)

@@ -1122,15 +1122,15 @@ TEST(KernelRunnerTest, NotAndRegistryRanges) {
   auto out = KernelRunner("Not", 1).Run({b}).value();
   EXPECT_EQ(out[0].tensor().data_as<uint8_t>()[0], 1);
   EXPECT_EQ(out[0].tensor().data_as<uint8_t>()[1], 0);
-  // [since, end] ranges: Slice-10 covers 10, Slice-1 covers 1 to 9; opset 9 has no Add idem
-  // implements (Add-6 with its legacy broadcast attribute is not one of them).
+  // [since, end] ranges: Slice-10 covers 10, Slice-1 covers 1 to 9; Add-6 (legacy broadcast
+  // attribute) covers 6.
   const auto& r = KernelRegistry::Default();
   EXPECT_EQ(r.Resolve("", "Slice", 10)->since_version, 10);
   EXPECT_EQ(r.Resolve("", "Slice", 10)->end_version, 10);
   EXPECT_EQ(r.Resolve("", "Slice", 12)->since_version, 11);
   EXPECT_EQ(r.Resolve("", "Slice", 9)->since_version, 1);
   EXPECT_EQ(r.Resolve("", "Slice", 9)->end_version, 9);
-  EXPECT_EQ(r.Resolve("", "Add", 6), nullptr);
+  EXPECT_EQ(r.Resolve("", "Add", 6)->end_version, 6);
   EXPECT_EQ(r.Resolve("", "If", 15)->since_version, 13);
   EXPECT_EQ(r.Resolve("", "Scan", 10)->since_version, 9);
 }

@@ -1117,8 +1117,11 @@ TEST_F(OptimizeFileTest, OverTwoGibStreamsRawDataFromTheMapping) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->removed, 1u);
   EXPECT_EQ(r->kept, 1u);
-  // ru_maxrss is in KiB: the 2.1 GiB payload went through without becoming resident.
-  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 128 * 1024);
+  // ru_maxrss is in KiB: the 2.1 GiB payload went through without becoming resident. The bound
+  // is a quarter of the payload, not a few chunks: how many pages of a private file mapping stay
+  // mapped between faults and MADV_DONTNEED (fault-around, huge pages on the filesystem holding
+  // the temp folder) differs between kernels; 128 MiB held here and failed on CI at 337 MiB.
+  EXPECT_LT(static_cast<uint64_t>(after.ru_maxrss - before.ru_maxrss), n / 4 / 1024);
   EXPECT_GT(fs::file_size(P("out.onnx")), n);
   auto session = Session::Create(P("out.onnx"));
   ASSERT_TRUE(session.ok()) << session.status().message();

@@ -386,3 +386,43 @@ TEST(ConstantFoldingTest, ConstantsAreFoldedAtPlanning) {
 
 }  // namespace
 }  // namespace idem
+
+namespace idem {
+namespace {
+
+// Many folding nodes cannot make Create allocate without bound: folds stop at 64 MiB in all, and
+// the nodes past it run at run time (same results).
+TEST(ConstantFoldingTest, FoldedBytesAreBoundedPerSession) {
+  onnx::ModelProto m = testing::EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("fold_total");
+  auto* shape = g->add_initializer();
+  shape->set_name("shape");
+  shape->set_data_type(onnx::TensorProto::INT64);
+  shape->add_dims(1);
+  shape->add_int64_data(4194000);  // 16,776,000 bytes of float: just under the per-node bound
+  constexpr int kNodes = 8;
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string out = "o" + std::to_string(i);
+    testing::AddNode(g, "ConstantOfShape", {"shape"}, {out}, "c" + std::to_string(i));
+    testing::AddValueInfo(g->mutable_output(), out,
+                          testing::TensorTypeProto(ElementType::kFloat, {4194000}));
+  }
+  Session s = CreateSessionFromProto(m, "", SessionOptions{}).value();
+  const std::string d = s.Describe();
+  size_t folded = 0;
+  for (size_t at = d.find("folded at planning"); at != std::string::npos;
+       at = d.find("folded at planning", at + 1)) {
+    ++folded;
+  }
+  EXPECT_EQ(folded, 4u) << d;  // 4 x 16.8 MB fit in 64 MiB; the 5th does not
+  auto out = s.Run({}).value();
+  ASSERT_EQ(out.size(), static_cast<size_t>(kNodes));
+  for (const Value& v : out) {
+    ASSERT_EQ(v.tensor().element_count(), 4194000);
+    EXPECT_EQ(v.tensor().data_as<float>()[4193999], 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace idem

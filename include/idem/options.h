@@ -46,7 +46,9 @@ struct SessionOptions {
   bool eliminate_identity = true;
   // Computes, once at Session::Create, every value the constants determine (Shape of a statically
   // shaped value, arithmetic on initializers, ...), so no step runs for it. Results larger than
-  // 16 MiB, and kernels that fail on their constant inputs, are left to run time. Off only to
+  // 16 MiB, kernels that fail on their constant inputs, and kernels whose work is not
+  // proportional to their inputs and outputs (Conv, ConvTranspose, Gemm, MatMul, LSTM, pools) are
+  // left to run time, so a small file cannot make Create compute for hours. Off only to
   // measure or debug (the general path then runs every node).
   bool fold_constants = true;
   ExternalDataMode external_data = ExternalDataMode::kMap;

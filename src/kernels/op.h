@@ -278,6 +278,24 @@ std::vector<ElementType> FloatTypes(bool bfloat16);    // float16, float, double
 std::vector<ElementType> IntegerTypes();               // int8..int64, uint8..uint64
 std::vector<ElementType> NumericTypes(bool bfloat16);  // integers + floats
 
+// ---- Data movement (added for the tensor family) ----------------------------------------------
+
+// A tensor with `t`'s elements and a new `shape` of the same element count: shares t's Buffer
+// (no bytes copied); a string tensor copies its strings, checked against the budget first.
+Result<Value> WithShape(RunContext& ctx, const Tensor& t, std::span<const int64_t> shape);
+
+// A new tensor of t's element type and shape `out_shape` whose element at output multi-index k
+// is t's element number `offset + sum_d k[d] * strides[d]` (strides in elements; negative and
+// zero strides allowed; every such element must lie inside t). The size is checked against the
+// limits and the run budget before allocating. Every element type: strings, sub-byte types
+// (bit by bit) and byte types (runs of contiguous elements copied with memcpy). Transpose,
+// Slice and Split are this copy with different strides.
+Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int64_t> out_shape,
+                          std::span<const int64_t> strides, int64_t offset);
+
+// Row-major element strides of `shape` (meaningful when the tensor is not empty).
+std::vector<int64_t> RowMajorStrides(std::span<const int64_t> shape);
+
 }  // namespace idem
 
 #endif  // IDEM_SRC_KERNELS_OP_H_

@@ -871,7 +871,7 @@ Result<Optimized> ParseAndOptimize(std::span<const std::byte> in, const Optimize
 // does not make them resident here.
 Status WriteReleasingMappedPages(std::span<const std::byte> piece,
                                  std::span<const std::byte> mapping, const ByteSink& sink) {
-  constexpr size_t kChunk = size_t{64} << 20;
+  constexpr size_t kChunk = size_t{16} << 20;
   const auto* begin = piece.data();
   const bool mapped = !piece.empty() && begin >= mapping.data() &&
                       begin + piece.size() <= mapping.data() + mapping.size();

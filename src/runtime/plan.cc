@@ -14,6 +14,10 @@ namespace {
 
 // What folding a node at planning may hold: bigger results stay run-time values.
 constexpr uint64_t kMaxFoldedBytes = uint64_t{16} << 20;
+// What all the folds of one session may compute together (a file of many small folding nodes,
+// e.g. ConstantOfShape on constant shapes, would otherwise make Create allocate without bound);
+// past it, nodes run at run time under the run budget.
+constexpr uint64_t kMaxFoldedTotalBytes = uint64_t{64} << 20;
 
 // The run context of a kernel folded at planning: no subgraphs, no run options.
 class FoldContext final : public RunContext {
@@ -460,7 +464,7 @@ class GraphPlanner {
       return Invalid(fmt::format("{}: has {} outputs; {} produces {}", label, node.outputs.size(),
                                  schema.Name(), schema.outputs.size()));
     }
-    if (node.outputs[0].empty()) {
+    if (node.outputs[0].empty() && schema.outputs[0].arity != FormalParameter::Arity::kOptional) {
       return Invalid(fmt::format("{}: output 0 has an empty name ({}'s first output is required)",
                                  label, schema.Name()));
     }
@@ -532,8 +536,12 @@ class GraphPlanner {
     if (!known) {
       values.clear();
       if (!schema.foldable || !all_constant || !no_captures || outputs == 0) return false;
+      const uint64_t remaining = kMaxFoldedTotalBytes - program_.folded_bytes;
+      if (remaining == 0) return false;
       Limits fold_limits = options_.limits;
-      fold_limits.max_run_bytes = std::min<uint64_t>(fold_limits.max_run_bytes, kMaxFoldedBytes);
+      // The fold's allocations are refused before they are made once they would pass either
+      // bound, so a fold that will be discarded costs no work.
+      fold_limits.max_run_bytes = std::min({fold_limits.max_run_bytes, kMaxFoldedBytes, remaining});
       FoldContext run(fold_limits);
       values.assign(outputs, Value());
       if (!prepared.kernel->RunWith(run, constant_inputs, values).ok()) return false;
@@ -542,7 +550,10 @@ class GraphPlanner {
         if (v.is_null() || !v.is_tensor()) return false;
         bytes += v.BudgetBytes();
       }
-      if (bytes > kMaxFoldedBytes) return false;
+      if (bytes > kMaxFoldedBytes || bytes > kMaxFoldedTotalBytes - program_.folded_bytes) {
+        return false;
+      }
+      program_.folded_bytes += bytes;
     }
     for (size_t o = 0; o < outputs; ++o) {
       if (!values[o].type().SameStructure(prepared.inference.types[o])) {

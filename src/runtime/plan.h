@@ -69,6 +69,9 @@ struct Plan {
 struct Program {
   Plan main;
   std::vector<std::unique_ptr<Plan>> subgraphs;
+  // Bytes of the values constant folding computed (over all graphs), bounded by
+  // kMaxFoldedTotalBytes in plan.cc so many small folds cannot add up.
+  uint64_t folded_bytes = 0;
 };
 
 Result<Program> BuildProgram(GraphDef graph, const KernelRegistry& registry,
