@@ -709,8 +709,7 @@ class GraphPlanner {
       if (ref.source == ValueRef::Source::kComputed)
         last[static_cast<size_t>(ref.index)] = kAfterAll;
     }
-    for (size_t s = 0; s < plan.steps.size(); ++s) {
-      Step& step = plan.steps[s];
+    for (Step& step : plan.steps) {
       for (int32_t o = 0; o < step.output_count; ++o) {
         const int32_t slot = step.first_output + o;
         if (last[static_cast<size_t>(slot)] == kNever) step.release.push_back(slot);
@@ -951,7 +950,7 @@ Status GraphPlanner::PlanNode(size_t n) {
 
 }  // namespace
 
-Result<Program> BuildProgram(GraphDef graph, const KernelRegistry& registry,
+Result<Program> BuildProgram(const GraphDef& graph, const KernelRegistry& registry,
                              const SessionOptions& options) {
   Program program;
   GraphPlanner planner(graph, registry, options, program, nullptr, 0);
