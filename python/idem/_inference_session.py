@@ -777,8 +777,8 @@ class InferenceSession:
                 (every output, in :meth:`get_outputs` order). An unknown name is an error.
             input_feed: ``{input name: value}`` (``str`` or ``bytes`` names) for every input of
                 :meth:`get_inputs`, plus any of :meth:`get_overridable_initializers`. Values as in
-                the module docstring (numpy arrays are used without copying when C-contiguous;
-                :class:`OrtValue` too). An input the model declares as a scalar also takes a
+                the module docstring (numpy arrays are used without copying when C-contiguous).
+                An input the model declares as a scalar also takes a
                 one-element array of any rank (onnxruntime does not check scalars' shapes).
             run_options: a :class:`RunOptions` or None.
 
@@ -804,11 +804,6 @@ class InferenceSession:
             feeds = input_feed
             if self._scalar_inputs:
                 feeds = self._scalars(feeds)
-            for value in feeds.values():
-                if type(value) is OrtValue:
-                    feeds = {k: (v._value if type(v) is OrtValue else v)
-                             for k, v in feeds.items()}
-                    break
             # As onnxruntime: an empty list means every output too.
             try:
                 return self._session.run(feeds, output_names or None, True, run_options)
@@ -836,7 +831,12 @@ class InferenceSession:
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         """As :meth:`run` with :class:`OrtValue` feeds; returns a list of OrtValues."""
-        return [OrtValue(v) for v in self.run(output_names, input_dict_ort_values, run_options)]
+        if not isinstance(input_dict_ort_values, dict):
+            raise _idem_error(_idem.InvalidArgument, "input_dict_ort_values must be a dict "
+                              "{input name: OrtValue}")
+        feeds = {k: (v._value if isinstance(v, OrtValue) else v)
+                 for k, v in input_dict_ort_values.items()}
+        return [OrtValue(v) for v in self.run(output_names, feeds, run_options)]
 
     def io_binding(self):
         """A new :class:`IOBinding` for this session."""
