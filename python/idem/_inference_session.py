@@ -1,6 +1,6 @@
 """onnxruntime's Python API over idem: ``idem.InferenceSession`` and its companions.
 
-Code written against ``onnxruntime`` runs unchanged for the calls listed in python/README.md
+Code written against ``onnxruntime`` runs unchanged for the calls listed in docs/python.md
 (``sess.run(None, {"x": a})``, ``get_inputs()[0].name``, ``get_modelmeta()``, ...). Differences
 that remain are deliberate and documented there: idem runs on the caller's thread, on the CPU,
 bit-exactly, and refuses what it cannot do instead of ignoring it.
