@@ -121,7 +121,11 @@ idem::SessionOptions MakeSessionOptions(bool eliminate_identity, bool fold_const
                "external_data must be 'map' or 'copy', got '" + external_data + "'");
   }
   idem::Limits& l = options.limits;
-  for (auto [key, value] : limits) {
+  for (const auto& item : limits) {
+    // Named handles, not a structured binding: lambdas below capture them (clang 14 cannot
+    // capture structured bindings).
+    const py::handle key = item.first;
+    const py::handle value = item.second;
     const std::string name = NameFromPython(key, "limit name");
     if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
       ThrowError(idem::StatusCode::kInvalidArgument, "limit '" + name + "' must be an int");
