@@ -451,6 +451,30 @@ TEST(HostileModelTest, PadHugeAndReflectPads) {
                 "overflows");
 }
 
+TEST(HostileModelTest, PadIndexMapsCountAgainstTheBudget) {
+  // A bool padded to 10^6 elements: 1 MB of output, but Pad's per-axis index maps take 16 bytes
+  // per output position (16 MB), which were allocated unchecked.
+  SessionOptions options;
+  options.limits.max_run_bytes = uint64_t{8} << 20;
+  for (int64_t size : {1000000, 100000}) {
+    Model m(19);
+    m.Input("x", ElementType::kBool, {1})
+        .Ints("pads", {0, size - 1})
+        .Node("Pad", {"x", "pads"}, {"y"}, "pad")
+        .Output("y", ElementType::kBool);
+    auto session = Create(m, options);
+    ASSERT_TRUE(session.ok()) << session.status().message();
+    auto y =
+        session->Run({testing::MakeTensorOf(ElementType::kBool, {1}, std::vector<uint8_t>{1})});
+    if (size == 1000000) {
+      EXPECT_STATUS(y, StatusCode::kResourceExhausted, "node 'pad' (Pad-19)");
+    } else {
+      ASSERT_TRUE(y.ok()) << y.status().message();
+      EXPECT_EQ(y->at(0).tensor().element_count(), size);
+    }
+  }
+}
+
 // ---- Slice steps, Softmax axis, Cast to
 // -----------------------------------------------------------
 

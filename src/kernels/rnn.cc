@@ -393,7 +393,9 @@ class LstmKernel final : public Kernel {
     const int64_t seq = x.shape()[a_.batch_major ? 1 : 0];
     const int64_t batch = x.shape()[a_.batch_major ? 0 : 1];
     const int64_t dirs = a_.directions;
-    // sequence_lens: each row's length, in [0, seq_length].
+    // sequence_lens: each row's length, in [0, seq_length]. An empty X (input_size 0) may have
+    // a huge batch: its lengths are scratch, checked against the budget like the outputs.
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(batch) * sizeof(int64_t)));
     std::vector<int64_t> lengths(static_cast<size_t>(batch), seq);
     if (const Tensor* sl = tensor(kSeqLens)) {
       const auto v = sl->data_as<int32_t>();

@@ -166,6 +166,8 @@ class KernelOps:
             ops.remove("Pow")
         op = self.pick(ops)
         elem = self.pick([TP.FLOAT, TP.FLOAT, TP.DOUBLE, TP.INT32, TP.INT64])
+        if op == "Max" and self.opset < 12:
+            elem = TP.FLOAT  # Max-8: floats only
         a, va = self.tensor(g, lambda v: v.elem == elem, elem,
                             moderate_only=op in ("Max", "Pow") or elem not in FLOATS)
         shape = list(va.shape[int(self.rng.integers(0, len(va.shape) + 1)):])
