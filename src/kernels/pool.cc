@@ -278,11 +278,18 @@ AxisWindows MakeWindows(const PoolAttrs& a, size_t i, int64_t in, const PoolAxis
   w.dilation = a.dilations[i];
   w.pad_begin = axis.pad_begin;
   const int64_t k = a.kernel[i], d = w.dilation;
+  // Distances from each window's start (o * stride into the padded input) to the end of X and to
+  // the end of the padding, from sums the shape rule has already checked to fit int64 (in + pads
+  // of 2^62 each overflowed as in + pad_end - start).
+  const int64_t input_end = in + axis.pad_begin;
+  const int64_t padded_end = input_end + axis.pad_end;
   for (int64_t o = 0; o < axis.out; ++o) {
-    const int64_t start = o * w.stride - axis.pad_begin;
+    const int64_t offset = o * w.stride;
+    const int64_t start = offset - axis.pad_begin;
     const int64_t lo = start < 0 ? CeilDiv(-start, d) : 0;
-    const int64_t hi = in - start > 0 ? std::min(k, CeilDiv(in - start, d)) : 0;
-    const int64_t end = in + axis.pad_end - start;  // taps before the end of the padding
+    const int64_t left = input_end - offset;  // in - start
+    const int64_t hi = left > 0 ? std::min(k, CeilDiv(left, d)) : 0;
+    const int64_t end = padded_end - offset;  // taps before the end of the padding
     w.lo.push_back(std::min(lo, k));
     w.hi.push_back(std::max(hi, std::min(lo, k)));
     w.padded.push_back(end > 0 ? std::min(k, CeilDiv(end, d)) : 0);

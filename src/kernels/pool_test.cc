@@ -676,5 +676,19 @@ TEST(PoolBadInputTest, CeilModeWithAStrideNearInt64Max) {
   EXPECT_EQ(ValuesOf<float>((*out)[0])[0], 2.5f);
 }
 
+TEST(PoolBadInputTest, SamePadsNearInt64MaxDoNotOverflowTheWindows) {
+  // Found by fuzz_graph (tests/regressions/fuzz_model-pool-window-end-overflow): kernel 2^62 with
+  // dilation 2 is an extent of INT64_MAX, and SAME_UPPER pads of about 2^62 on each side made
+  // in + pad_end - start overflow int64. Window o starts 2^62 - 3 before X and takes every
+  // other position, so it holds the elements p with p - o odd.
+  auto out = KernelRunner("MaxPool", 12)
+                 .IntsAttr("kernel_shape", {int64_t{1} << 62})
+                 .IntsAttr("dilations", {2})
+                 .StringAttr("auto_pad", "SAME_UPPER")
+                 .Run({MakeTensorOf(E::kFloat, {1, 1, 4}, std::vector<float>{1, 5, 2, 7})});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(ValuesOf<float>((*out)[0]), (std::vector<float>{7, 2, 7, 2}));
+}
+
 }  // namespace
 }  // namespace idem::testing
