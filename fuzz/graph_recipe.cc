@@ -619,18 +619,19 @@ class Builder {
 
   void ConstantOfShape() {
     if (opset_ < 9) return Unary();
-    auto* n = Node("ConstantOfShape");
     const int rank = static_cast<int>(r_.Bounded(0, 4));
     std::vector<int64_t> shape = Ints(static_cast<size_t>(rank), 0, 6);
+    Val target;
     if (r_.Pick(3) == 0) {
       Val src = Any(TensorProto::FLOAT);
-      auto* s = Node("Shape");
+      auto* s = Node("Shape");  // before the node that reads it
       In(s, src);
-      Val sv = Out(s, TensorProto::INT64);
-      In(n, sv);
+      target = Out(s, TensorProto::INT64);
     } else {
-      In(n, IntsConst(shape));
+      target = IntsConst(shape);
     }
+    auto* n = Node("ConstantOfShape");
+    In(n, target);
     int elem = TensorProto::FLOAT;
     if (r_.Flag()) {
       elem = r_.Pick(3) == 0 ? AnyType() : TensorProto::FLOAT;
@@ -679,7 +680,11 @@ class Builder {
       if (r_.Pick(6) == 0) ks = Ints(Length(s), 1, 1000);
       AttrInts(n, "kernel_shape", ks);
     }
-    if (r_.Flag()) AttrInts(n, "strides", Ints(Length(s), 1, 3));
+    std::vector<int64_t> strides(s, 1);
+    if (r_.Flag()) {
+      strides = Ints(Length(s), 1, 3);
+      AttrInts(n, "strides", strides);
+    }
     if (r_.Flag()) AttrInts(n, "dilations", Ints(Length(s), 1, 3));
     const int pad_mode = r_.Pick(6);
     if (pad_mode >= 4) {
@@ -689,7 +694,16 @@ class Builder {
     }
     if (group != 1 || r_.Pick(8) == 0) AttrInt(n, "group", group);
     if (transpose) {
-      if (r_.Flag()) AttrInts(n, "output_padding", Ints(Length(s), 0, 2));
+      if (r_.Flag()) {
+        // Below the stride mostly (the rule), sometimes not.
+        std::vector<int64_t> padding;
+        for (size_t i = 0; i < Length(s); ++i) {
+          const int64_t stride =
+              i < strides.size() && strides[i] >= 1 && strides[i] <= 8 ? strides[i] : 1;
+          padding.push_back(r_.Pick(8) == 0 ? r_.Int(0, 3) : r_.Bounded(0, stride - 1));
+        }
+        AttrInts(n, "output_padding", padding);
+      }
       if (r_.Pick(3) == 0) {
         std::vector<int64_t> os = Ints(Length(s), 1, 12);
         if (r_.Pick(4) == 0) os.insert(os.begin(), {1, 1});

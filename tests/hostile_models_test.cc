@@ -324,6 +324,16 @@ TEST(HostileModelTest, LstmDimsAndSequenceLens) {
   EXPECT_STATUS(Create(m), StatusCode::kInvalidArgument,
                 "node 'lstm' (LSTM-14): LSTM: input 'W' has dim 1 = 8; it must be 4 * "
                 "hidden_size 3 = 12");
+  Model d(14);
+  d.Input("x", ElementType::kFloat, {2, 1, 3})
+      .Input("w", ElementType::kFloat, {1, 8, 3})
+      .Input("r", ElementType::kFloat, {1, 8, 2})
+      .Node("LSTM", {"x", "w", "r"}, {"y"}, "lstm")
+      .Attr("direction", std::string("sideways"))
+      .Output("y");
+  EXPECT_STATUS(Create(d), StatusCode::kInvalidModel,
+                "node 'lstm' (LSTM-14): attribute 'direction' is 'sideways'; it must be one of "
+                "forward, reverse, bidirectional");
   Model s(14);
   s.Input("x", ElementType::kFloat, {2, 1, 1})
       .Input("w", ElementType::kFloat, {1, 4, 1})
@@ -399,6 +409,33 @@ TEST(HostileModelTest, ResizeHugeSizesLeftToRunAndRefused) {
                 StatusCode::kResourceExhausted,
                 "node 'resize' (Resize-19): an output of shape [1,1,2147483648,2147483648] exceeds "
                 "max_elements 1099511627776");
+}
+
+TEST(HostileModelTest, ResizeScalesAndAntialias) {
+  // Scales of 10^30: the output size itself does not fit int64, refused while planning.
+  Model m(19);
+  m.Input("x", ElementType::kFloat, {1, 1, 2, 2})
+      .Floats("scales", {4}, {1, 1, 1e30f, 1e30f})
+      .Node("Resize", {"x", "", "scales"}, {"y"}, "resize")
+      .Output("y");
+  EXPECT_STATUS(Create(m), StatusCode::kResourceExhausted,
+                "node 'resize' (Resize-19): Resize: axis 2 of size 2 scaled by 1e+30 is too large");
+  // An antialiasing downscale of 200000 values to one: each output's filter spans the input,
+  // so the cost is the input's (the taps of all outputs together stay about 4 x the input).
+  Model a(19);
+  a.Input("x", ElementType::kFloat, {1, 1, 1, kSymbolic})
+      .Ints("sizes", {1, 1, 1, 1})
+      .Node("Resize", {"x", "", "", "sizes"}, {"y"}, "resize")
+      .Attr("mode", std::string("cubic"))
+      .Attr("antialias", int64_t{1})
+      .Output("y");
+  auto session = Create(a);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  auto y = Quickly([&] { return session->Run({FloatTensor({1, 1, 1, 200000})}); });
+  ASSERT_TRUE(y.ok()) << y.status().message();
+  // The filter's weights are normalized: a constant input stays that constant (within the float
+  // rounding of 200000 weighted terms).
+  EXPECT_NEAR(y->at(0).tensor().data_as<float>()[0], 0.5f, 1e-4f);
 }
 
 TEST(HostileModelTest, ConstantOfShapeHugeShapeLeftToRunAndRefused) {
