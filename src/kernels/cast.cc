@@ -66,9 +66,6 @@ template <E T>
 inline constexpr bool kSigned = T == E::kInt8 || T == E::kInt16 || T == E::kInt32 ||
                                 T == E::kInt64 || T == E::kInt4 || T == E::kInt2;
 template <E T>
-inline constexpr bool kUnsigned = T == E::kUint8 || T == E::kUint16 || T == E::kUint32 ||
-                                  T == E::kUint64 || T == E::kUint4 || T == E::kUint2;
-template <E T>
 inline constexpr bool kSubByteInt =
     T == E::kInt4 || T == E::kUint4 || T == E::kInt2 || T == E::kUint2;
 template <E T>
