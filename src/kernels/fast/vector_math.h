@@ -1,0 +1,28 @@
+// Vectorized transcendental functions over float spans, through SLEEF's deterministic `finz`
+// functions (sleef_hwy-inl.h): the same bits on every run and on every SIMD target the binary
+// dispatches to (AVX-512, AVX2, the portable baseline; on a CPU without FMA, which has none of
+// the vector targets, SLEEF's `cinz` variants, deterministic too but possibly 1 ulp apart).
+//
+// Accuracy against the correctly rounded result (measured by vector_math_test over every float
+// in the tested ranges, with a double-precision std:: reference):
+//   Exp, Log, Tanh: SLEEF's u10 bound, at most 1 ulp (measured in vector_math_test).
+//   Sigmoid = (x < 0 ? e : 1) / (1 + e), e = Exp(-|x|): a few ulp (bounded in the test).
+// Special values follow C: Exp(-inf) = 0, Exp(x > 88.72...) = inf, Log(0) = -inf, Log(x < 0) =
+// NaN, Log(inf) = inf, Tanh(+-inf) = +-1, Sigmoid(-inf) = 0, Sigmoid(inf) = 1; NaN -> NaN.
+#ifndef IDEM_SRC_KERNELS_FAST_VECTOR_MATH_H_
+#define IDEM_SRC_KERNELS_FAST_VECTOR_MATH_H_
+
+#include <span>
+
+namespace idem::fast {
+
+// out[i] = f(in[i]) for every i < in.size() (out.size() must be in.size()). in and out may be
+// the same memory (in place); they must not overlap otherwise.
+void Exp(std::span<const float> in, std::span<float> out);
+void Log(std::span<const float> in, std::span<float> out);
+void Tanh(std::span<const float> in, std::span<float> out);
+void Sigmoid(std::span<const float> in, std::span<float> out);
+
+}  // namespace idem::fast
+
+#endif  // IDEM_SRC_KERNELS_FAST_VECTOR_MATH_H_
