@@ -36,8 +36,10 @@ struct Problem {
   const TaskRunner* runner;
 };
 
-// Below this many multiply-adds a product runs on the calling thread only.
-inline constexpr int64_t kMinParallelFmas = int64_t{1} << 17;
+// Below this many multiply-adds (about 20-40 us of work at 100-200 GFLOP/s) a product runs on
+// the calling thread only: waking a sleeping worker costs microseconds, more than Silero's
+// whole products (1-5 us).
+inline constexpr int64_t kMinParallelFmas = int64_t{1} << 21;
 
 }  // namespace idem::fast::gemm_internal
 #endif  // IDEM_SRC_KERNELS_FAST_PACKED_GEMM_ONCE_

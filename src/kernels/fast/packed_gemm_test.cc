@@ -220,7 +220,9 @@ class ThreadRunner final : public TaskRunner {
  public:
   explicit ThreadRunner(int threads) : threads_(threads) {}
   int concurrency() const override { return threads_; }
+  int runs() const { return runs_.load(); }
   void Run(int64_t count, void (*fn)(void*, int64_t), void* context) const override {
+    runs_.fetch_add(1);
     std::atomic<int64_t> next{0};
     auto work = [&] {
       for (int64_t t; (t = next.fetch_add(1)) < count;) fn(context, t);
@@ -233,6 +235,7 @@ class ThreadRunner final : public TaskRunner {
 
  private:
   int threads_;
+  mutable std::atomic<int> runs_{0};
 };
 
 // Shapes: every size class the kernels treat differently (1, below and above a vector, a panel
@@ -293,8 +296,10 @@ TEST(PackedGemm, DeterministicAcrossRunsThreadsAndTargets) {
   std::vector<Case> cases;
   cases.push_back(MakeCase(64, 6400 / 16, 576, rng, false, 0.0f, Activation::Relu(), true, true));
   cases.push_back(MakeCase(1, 512, 256, rng, true, 0.0f, {}, true));
+  cases.push_back(MakeCase(1, 4096, 600, rng, false, 0.0f, Activation::LeakyRelu(0.01f), true));
   cases.push_back(MakeCase(97, 131, 77, rng, true, 1.0f, Activation::Sigmoid(), true));
-  cases.push_back(MakeCase(300, 17, 300, rng, false, 0.5f, Activation::HardSigmoid(0.2f, 0.5f)));
+  cases.push_back(MakeCase(257, 131, 77, rng, true, 1.0f, Activation::Sigmoid(), true));
+  cases.push_back(MakeCase(300, 33, 300, rng, false, 0.5f, Activation::HardSigmoid(0.2f, 0.5f)));
   const std::vector<int64_t> targets = SimdTargets();
   ASSERT_FALSE(targets.empty());
   for (const Case& t : cases) {
@@ -306,6 +311,10 @@ TEST(PackedGemm, DeterministicAcrossRunsThreadsAndTargets) {
     for (int threads : {1, 2, 3, 4, 7}) {
       const ThreadRunner runner(threads);
       ExpectSameBits(RunPacked(t, &runner), first, std::to_string(threads) + " threads");
+      // Products of 2^21 multiply-adds and more are split (smaller ones stay on one thread).
+      if (threads > 1 && t.m * t.n * t.k >= (int64_t{1} << 21)) {
+        EXPECT_GT(runner.runs(), 0) << "not split over " << threads << " threads";
+      }
       if (!t.transposed) {
         ExpectSameBits(RunUnpacked(t, &runner), first, std::to_string(threads) + " unpacked");
       }
