@@ -5,6 +5,7 @@
 
 #include "src/kernels/fast/packed_gemm.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -316,8 +317,10 @@ void GemmTarget(const Problem& pr) {
   const Grid g = MakeGrid(pr);
   const int64_t outer = g.outer();
   int64_t tasks = 1;
-  if (pr.runner != nullptr && pr.runner->concurrency() > 1 &&
-      pr.m * pr.n * std::max<int64_t>(pr.k, 1) >= gemm_internal::kMinParallelFmas) {
+  int64_t fmas = 0;
+  const bool large = __builtin_mul_overflow(pr.m * pr.n, std::max<int64_t>(pr.k, 1), &fmas) ||
+                     fmas >= gemm_internal::kMinParallelFmas;
+  if (pr.runner != nullptr && pr.runner->concurrency() > 1 && large) {
     tasks = std::min<int64_t>(pr.runner->concurrency(), outer);
   }
   if (tasks <= 1) {
@@ -368,6 +371,7 @@ PackedB PackBParts(std::span<const BPart> parts, int64_t n, bool transposed, flo
   PackedB packed;
   int64_t k = 0;
   for (const BPart& part : parts) k += part.k;
+  if (k < 0 || n <= 0) return packed;  // no columns (or bad sizes): an empty PackedB
   packed.k_ = k;
   packed.n_ = n;
   const size_t floats = static_cast<size_t>(packed.panels() * k * kPanelWidth);
