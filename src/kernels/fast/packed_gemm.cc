@@ -135,6 +135,19 @@ HWY_INLINE void StoreFirst(VF v, DF d, float* p, int count) {
 #endif
 }
 
+// Lanes l < count (1..kW) of p[l * stride] (zeros after), and the store back: a column of C
+// when C is stored transposed.
+HWY_INLINE VF LoadStrided(DF d, const float* p, int64_t stride, int count) {
+  HWY_ALIGN float lanes[kW] = {};
+  for (int l = 0; l < count; ++l) lanes[l] = p[l * stride];
+  return hn::Load(d, lanes);
+}
+HWY_INLINE void StoreStrided(VF v, DF d, float* p, int64_t stride, int count) {
+  HWY_ALIGN float lanes[kW];
+  hn::Store(v, d, lanes);
+  for (int l = 0; l < count; ++l) p[l * stride] = lanes[l];
+}
+
 // Comparisons and selects only (no Min/Max, whose NaN rules differ between targets): NaN
 // propagates through every activation, and the bits are the same everywhere.
 HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
@@ -162,7 +175,8 @@ HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
 }
 
 // One register tile: rows [0, MR) of `a` (already offset to the tile's first row) times columns
-// [j0, j0 + cols) of B into c (offset to the tile's first element). The last of the NV vectors
+// [j0, j0 + cols) of B into c (offset to the tile's first element; with transposed_c, element
+// (i, j) of the tile is at c[j * ldc + i]). The last of the NV vectors
 // holds 1..kW valid columns: cols in ((NV - 1) kW, NV kW]. bias is offset to the tile (its first
 // row or column) or null.
 template <int MR, int NV>
@@ -174,6 +188,7 @@ HWY_NOINLINE void RunTile(const Problem& pr, const float* HWY_RESTRICT a, int64_
   const int64_t lda = pr.lda;
   const int64_t ldc = pr.ldc;
   const int64_t row_stride = pr.b_row_stride;
+  const bool transposed_c = pr.epilogue.transposed_c;  // c[j][i] (c offset to element (0, 0))
 
   const float* bp[NV];
   IDEM_UNROLL
@@ -195,8 +210,14 @@ HWY_NOINLINE void RunTile(const Problem& pr, const float* HWY_RESTRICT a, int64_
     for (int i = 0; i < MR; ++i) {
       IDEM_UNROLL
       for (int v = 0; v < NV; ++v) {
-        const float* p = c + i * ldc + v * kW;
-        const VF old = (full || v < NV - 1) ? hn::LoadU(d, p) : LoadFirst(d, p, last);
+        const bool whole = full || v < NV - 1;
+        VF old;
+        if (transposed_c) {
+          old = LoadStrided(d, c + v * kW * ldc + i, ldc, whole ? kW : last);
+        } else {
+          const float* p = c + i * ldc + v * kW;
+          old = whole ? hn::LoadU(d, p) : LoadFirst(d, p, last);
+        }
         acc[i][v] = pr.beta == 1.0f ? old : hn::Mul(beta, old);
       }
     }
@@ -244,11 +265,12 @@ HWY_NOINLINE void RunTile(const Problem& pr, const float* HWY_RESTRICT a, int64_
         x = hn::Add(x, bb);
       }
       x = Activate(d, x, ep.activation);
-      float* p = c + i * ldc + v * kW;
-      if (whole) {
-        hn::StoreU(x, d, p);
+      if (transposed_c) {
+        StoreStrided(x, d, c + v * kW * ldc + i, ldc, whole ? kW : last);
+      } else if (whole) {
+        hn::StoreU(x, d, c + i * ldc + v * kW);
       } else {
-        StoreFirst(x, d, p, last);
+        StoreFirst(x, d, c + i * ldc + v * kW, last);
       }
     }
   }
@@ -306,7 +328,8 @@ void RunBlocks(const Problem& pr, const Grid& g, int64_t outer_begin, int64_t ou
       const int64_t vectors = (cols + kW - 1) / kW;
       const TileFn fn = pr.m == 1 ? kGemvTiles[vectors - 1] : kTiles[rows - 1][vectors - 1];
       const float* tile_bias = bias == nullptr ? nullptr : (bias_per_row ? bias + i0 : bias + j0);
-      fn(pr, pr.a + i0 * pr.lda, j0, cols, pr.c + i0 * pr.ldc + j0, tile_bias);
+      float* tile_c = pr.epilogue.transposed_c ? pr.c + j0 * pr.ldc + i0 : pr.c + i0 * pr.ldc + j0;
+      fn(pr, pr.a + i0 * pr.lda, j0, cols, tile_c, tile_bias);
     }
   }
 }

@@ -59,6 +59,11 @@ struct Epilogue {
   const float* bias = nullptr;
   bool bias_per_row = false;
   Activation activation;
+  // Store the product transposed: result (i, j) goes to c[j * ldc + i] (c is n x m, ldc >= m;
+  // beta reads it there too). For a Conv with few output pixels (Silero's 4 frames): A = the
+  // pixels' patches (pixels x Cin*kh*kw), B = the packed weights^T, c = the NCHW output
+  // (channels x pixels) directly. Costs a strided store per result, nothing in the k-loop.
+  bool transposed_c = false;
 };
 
 // Runs independent tasks, possibly in parallel: the runtime's intra-op threads implement it.
@@ -126,8 +131,8 @@ PackedB PackB(const float* b, int64_t k, int64_t n, bool transposed, float scale
 PackedB PackBParts(std::span<const BPart> parts, int64_t n, bool transposed, float scale = 1.0f);
 
 // c = A * B as the header says: a is m x b.k() (row stride lda >= k), c is m x b.n() (row
-// stride ldc >= n), beta as above (0: overwrite; 1: accumulate into c). c must not overlap a.
-// m == 0 or n == 0: nothing; k == 0: c = act(init + bias).
+// stride ldc >= n; n x m with transposed_c), beta as above (0: overwrite; 1: accumulate into c). c
+// must not overlap a. m == 0 or n == 0: nothing; k == 0: c = act(init + bias).
 void GemmPacked(const float* a, int64_t lda, const PackedB& b, float* c, int64_t ldc, int64_t m,
                 float beta = 0.0f, const Epilogue& epilogue = {},
                 const TaskRunner* runner = nullptr);

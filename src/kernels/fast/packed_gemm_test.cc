@@ -89,23 +89,28 @@ struct Case {
   float scale = 1.0f;
   bool bias = false;
   bool bias_per_row = false;
+  bool transposed_c = false;  // c holds the product transposed: (i, j) at c[j * ldc + i]
   Activation act;
   int64_t lda, ldb, ldc;
   std::vector<float> a, b, c0, bias_values;
 
   std::string Name() const {
     return "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
-           (transposed ? " transposed" : "") + " beta=" + std::to_string(beta) +
-           " scale=" + std::to_string(scale) +
+           (transposed ? " transposed" : "") + (transposed_c ? " c^T" : "") +
+           " beta=" + std::to_string(beta) + " scale=" + std::to_string(scale) +
            (bias ? (bias_per_row ? " bias/row" : " bias/col") : "") +
            " act=" + std::to_string(static_cast<int>(act.kind));
   }
   float B(int64_t p, int64_t j) const { return transposed ? b[j * ldb + p] : b[p * ldb + j]; }
+  size_t C(int64_t i, int64_t j) const {
+    return static_cast<size_t>(transposed_c ? j * ldc + i : i * ldc + j);
+  }
   Epilogue MakeEpilogue() const {
     Epilogue ep;
     ep.bias = bias ? bias_values.data() : nullptr;
     ep.bias_per_row = bias_per_row;
     ep.activation = act;
+    ep.transposed_c = transposed_c;
     return ep;
   }
 };
@@ -114,8 +119,9 @@ constexpr float kSentinel = -12345.5f;
 
 Case MakeCase(int64_t m, int64_t n, int64_t k, std::mt19937& rng, bool transposed = false,
               float beta = 0.0f, Activation act = {}, bool bias = false, bool bias_per_row = false,
-              int64_t pad = 0) {
+              int64_t pad = 0, bool transposed_c = false) {
   Case t;
+  t.transposed_c = transposed_c;
   t.m = m;
   t.n = n;
   t.k = k;
@@ -126,15 +132,15 @@ Case MakeCase(int64_t m, int64_t n, int64_t k, std::mt19937& rng, bool transpose
   t.bias_per_row = bias_per_row;
   t.lda = k + pad;
   t.ldb = (transposed ? k : n) + pad;
-  t.ldc = n + pad;
+  t.ldc = (transposed_c ? m : n) + pad;
   t.a = RandomValues(static_cast<size_t>(m * t.lda), rng);
   t.b = RandomValues(static_cast<size_t>((transposed ? n : k) * t.ldb), rng);
-  t.c0.assign(static_cast<size_t>(m * t.ldc), kSentinel);
+  t.c0.assign(static_cast<size_t>((transposed_c ? n : m) * t.ldc), kSentinel);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {
       // beta == 0: c is only written, so start from garbage (NaN) to prove it is never read.
-      t.c0[i * t.ldc + j] = beta == 0.0f ? std::numeric_limits<float>::quiet_NaN()
-                                         : std::uniform_real_distribution<float>(-1, 1)(rng);
+      t.c0[t.C(i, j)] = beta == 0.0f ? std::numeric_limits<float>::quiet_NaN()
+                                     : std::uniform_real_distribution<float>(-1, 1)(rng);
     }
   }
   t.bias_values = RandomValues(static_cast<size_t>(bias_per_row ? m : n), rng);
@@ -146,7 +152,7 @@ std::vector<float> Model(const Case& t) {
   std::vector<float> c = t.c0;
   for (int64_t i = 0; i < t.m; ++i) {
     for (int64_t j = 0; j < t.n; ++j) {
-      float& out = c[i * t.ldc + j];
+      float& out = c[t.C(i, j)];
       float s = t.beta == 0.0f ? 0.0f : (t.beta == 1.0f ? out : t.beta * out);
       for (int64_t p = 0; p < t.k; ++p) {
         const float bv = t.scale == 1.0f ? t.B(p, j) : t.B(p, j) * t.scale;
@@ -166,7 +172,7 @@ void ExpectNearReference(const Case& t, const std::vector<float>& c) {
   int reported = 0;
   for (int64_t i = 0; i < t.m; ++i) {
     for (int64_t j = 0; j < t.n; ++j) {
-      const double old = t.c0[i * t.ldc + j];
+      const double old = t.c0[t.C(i, j)];
       double s = t.beta == 0.0f ? 0.0 : double{t.beta} * old;
       double mag = std::abs(s);
       for (int64_t p = 0; p < t.k; ++p) {
@@ -180,7 +186,7 @@ void ExpectNearReference(const Case& t, const std::vector<float>& c) {
         mag += std::abs(bias);
       }
       const double want = ActivateDouble(s, t.act);
-      const double got = c[i * t.ldc + j];
+      const double got = c[t.C(i, j)];
       const double tol = 1e-5 * (mag + std::abs(want)) + 1e-30;
       if (!(std::abs(got - want) <= tol) && reported++ < 5) {
         ADD_FAILURE() << t.Name() << " c[" << i << "][" << j << "] = " << got << ", reference "
@@ -266,7 +272,7 @@ std::vector<Case> ManyCases() {
         const int v = variant++;
         const float beta = v % 3 == 0 ? 0.0f : (v % 3 == 1 ? 1.0f : 0.5f);
         cases.push_back(MakeCase(m, n, k, rng, v % 2 == 1, beta, acts[v % 6], v % 4 != 0,
-                                 v % 8 == 3, v % 5 == 0 ? 3 : 0));
+                                 v % 8 == 3, v % 5 == 0 ? 3 : 0, v % 9 == 4));
         if (v % 7 == 0) cases.back().scale = 0.75f;
       }
     }
@@ -302,6 +308,8 @@ TEST(PackedGemm, DeterministicAcrossRunsThreadsAndTargets) {
   cases.push_back(MakeCase(97, 131, 77, rng, true, 1.0f, Activation::Sigmoid(), true));
   cases.push_back(MakeCase(257, 131, 77, rng, true, 1.0f, Activation::Sigmoid(), true));
   cases.push_back(MakeCase(300, 33, 300, rng, false, 0.5f, Activation::HardSigmoid(0.2f, 0.5f)));
+  cases.push_back(MakeCase(4, 258, 256, rng, true, 0.0f, Activation::Relu(), true, false, 0, true));
+  cases.push_back(MakeCase(400, 64, 90, rng, false, 1.0f, {}, true, false, 5, true));
   const std::vector<int64_t> targets = SimdTargets();
   ASSERT_FALSE(targets.empty());
   for (const Case& t : cases) {

@@ -5,8 +5,8 @@
 // the same bound, whose bits differ from the FMA ones in the last place on a few inputs
 // (measured over 1.4 million floats: exp 645, log 2, tanh 1).
 //
-// Accuracy against the correctly rounded result (measured by vector_math_test over every float
-// in the tested ranges, with a double-precision std:: reference):
+// Accuracy, in ulp of the exact result (measured by vector_math_test against std:: in double over
+// every 1021st float bit pattern: 4.2 million values, every binade, both signs, subnormals):
 //   Exp, Log, Tanh: SLEEF's u10 bound, about 1 ulp (measured: exp 0.953, log 0.589, tanh 1.000).
 //   Sigmoid = (x < 0 ? e : 1) / (1 + e), e = Exp(-|x|): measured 2.14 ulp (the test bounds 2.5).
 // Special values follow C: Exp(-inf) = 0, Exp(x > 88.72...) = inf, Log(0) = -inf, Log(x < 0) =
