@@ -10,12 +10,15 @@
 //
 //   build-dev/bench/idem_kernel_bench                      # all rows
 //   build-dev/bench/idem_kernel_bench --benchmark_filter=silero
+//   build-dev/bench/idem_kernel_bench --fast_target=AVX2   # force a SIMD target
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -247,6 +250,25 @@ void RegisterRows() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --fast_target=AVX2 (or SCALAR, ...): force that SIMD target (default: the best one).
+  std::unique_ptr<idem::fast::ScopedSimdTarget> forced;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--fast_target=", 0) != 0) continue;
+    const std::string want = arg.substr(14);
+    for (int64_t t : idem::fast::SimdTargets()) {
+      if (idem::fast::SimdTargetName(t) == want) {
+        forced = std::make_unique<idem::fast::ScopedSimdTarget>(t);
+      }
+    }
+    if (forced == nullptr) {
+      std::fprintf(stderr, "unknown or unsupported --fast_target=%s\n", want.c_str());
+      return 1;
+    }
+    for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+    --argc;
+    break;
+  }
   RegisterRows();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
