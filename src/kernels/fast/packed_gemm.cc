@@ -149,7 +149,9 @@ HWY_INLINE void StoreStrided(VF v, DF d, float* p, int64_t stride, int count) {
 }
 
 // Comparisons and selects only (no Min/Max, whose NaN rules differ between targets): NaN
-// propagates through every activation, and the bits are the same everywhere.
+// propagates through every activation, and the bits are the same everywhere. Each is the plain
+// formula with one IEEE rounding per operation (HardSigmoid: alpha * x, then + beta, unfused),
+// so fusing an activation into the product gives the bits of applying it afterwards.
 HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
   switch (act.kind) {
     case Activation::Kind::kNone:
@@ -164,7 +166,7 @@ HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
       return hn::IfThenElse(hn::Lt(x, lo), lo, hn::IfThenElse(hn::Gt(x, hi), hi, x));
     }
     case Activation::Kind::kHardSigmoid: {
-      const VF y = Fma(hn::Set(d, act.alpha), x, hn::Set(d, act.beta));
+      const VF y = hn::Add(hn::Mul(hn::Set(d, act.alpha), x), hn::Set(d, act.beta));
       const VF one = hn::Set(d, 1.0f);
       return hn::IfThenZeroElse(hn::Lt(y, hn::Zero(d)), hn::IfThenElse(hn::Gt(y, one), one, y));
     }

@@ -34,7 +34,7 @@ struct Activation {
     kRelu,         // max(x, 0); NaN stays NaN
     kLeakyRelu,    // x < 0 ? alpha * x : x
     kClip,         // min(max(x, alpha), beta) (alpha = min, beta = max); NaN stays NaN
-    kHardSigmoid,  // max(0, min(1, fma(alpha, x, beta)))
+    kHardSigmoid,  // max(0, min(1, alpha * x + beta)) (a multiply, then an add)
     kSigmoid,      // (x < 0 ? e : 1) / (1 + e), e = exp(-|x|) from SLEEF (vector_math.h)
   };
   Kind kind = Kind::kNone;

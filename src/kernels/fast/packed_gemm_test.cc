@@ -50,7 +50,7 @@ float ActivateScalar(float x, const Activation& act) {
     case Kind::kClip:
       return x < act.alpha ? act.alpha : (x > act.beta ? act.beta : x);
     case Kind::kHardSigmoid: {
-      const float y = std::fma(act.alpha, x, act.beta);
+      const float y = act.alpha * x + act.beta;
       return y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y);
     }
     case Kind::kSigmoid: {
