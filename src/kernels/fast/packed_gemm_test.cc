@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "src/kernels/fast/simd.h"
+#include "src/kernels/fast/vector_math.h"
 
 extern "C" float Sleef_finz_expf1_u10purecfma(float);
 
@@ -453,6 +454,21 @@ TEST(PackedGemm, ActivationsAtTheirEdges) {
       }
     }
   }
+}
+
+// A fused Sigmoid gives the bits of the product followed by vector_math's Sigmoid.
+TEST(PackedGemm, FusedSigmoidIsVectorMathSigmoid) {
+  std::mt19937 rng(9);
+  Case fused = MakeCase(37, 70, 45, rng, false, 0.0f, Activation::Sigmoid(), true);
+  Case plain = fused;
+  plain.act = Activation::None();
+  const std::vector<float> want_fused = RunPacked(fused);
+  std::vector<float> after = RunPacked(plain);
+  for (int64_t i = 0; i < plain.m; ++i) {
+    std::span<float> row(after.data() + i * plain.ldc, static_cast<size_t>(plain.n));
+    Sigmoid(row, row);
+  }
+  ExpectSameBits(want_fused, after, "fused vs after");
 }
 
 TEST(PackedGemm, PackBPartsStacksRows) {
