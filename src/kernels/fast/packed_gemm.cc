@@ -367,6 +367,61 @@ void GemmTarget(const Problem& pr) {
       &context);
 }
 
+void DepthwiseTarget(const DepthwiseProblem& pr) {
+  const DF d;
+  constexpr int kU = 4;  // vectors of outputs per step (independent FMA chains)
+  const int64_t taps = pr.kh * pr.kw;
+  const int64_t ow = pr.ow;
+  for (int64_t oy = 0; oy < pr.oh; ++oy) {
+    float* HWY_RESTRICT yrow = pr.y + oy * ow;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += int64_t{kU} * kW) {
+      const int64_t cols = std::min<int64_t>(int64_t{kU} * kW, ow - ox0);
+      const int vectors = static_cast<int>((cols + kW - 1) / kW);
+      const int last = static_cast<int>(cols - int64_t{vectors - 1} * kW);
+      VF acc[kU];
+      IDEM_UNROLL
+      for (int u = 0; u < kU; ++u) acc[u] = hn::Zero(d);
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t ky = t / pr.kw, kx = t % pr.kw;
+        const int64_t shift = kx * pr.dw;
+        const float* HWY_RESTRICT src = pr.planes + (shift % pr.sw) * pr.phase_stride +
+                                        (oy * pr.sh + ky * pr.dh) * pr.ld + shift / pr.sw + ox0;
+        const VF wv = hn::Set(d, pr.w[t]);
+        if (vectors == kU && last == kW) {
+          IDEM_UNROLL
+          for (int u = 0; u < kU; ++u) acc[u] = Fma(wv, hn::LoadU(d, src + u * kW), acc[u]);
+        } else {
+          for (int u = 0; u < vectors; ++u) {
+            const VF xv =
+                u < vectors - 1 ? hn::LoadU(d, src + u * kW) : LoadFirst(d, src + u * kW, last);
+            acc[u] = Fma(wv, xv, acc[u]);
+          }
+        }
+      }
+      for (int u = 0; u < vectors; ++u) {
+        VF x = acc[u];
+        if (pr.bias != nullptr) x = hn::Add(x, hn::Set(d, *pr.bias));
+        x = Activate(d, x, pr.activation);
+        if (u < vectors - 1 || last == kW) {
+          hn::StoreU(x, d, yrow + ox0 + u * kW);
+        } else {
+          StoreFirst(x, d, yrow + ox0 + u * kW, last);
+        }
+      }
+    }
+  }
+}
+
+void ActivateTarget(const Activation& act, float* x, int64_t n) {
+  const DF d;
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) hn::StoreU(Activate(d, hn::LoadU(d, x + i), act), d, x + i);
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    StoreFirst(Activate(d, LoadFirst(d, x + i, rest), act), d, x + i, rest);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace idem::fast
 HWY_AFTER_NAMESPACE();
@@ -375,6 +430,18 @@ HWY_AFTER_NAMESPACE();
 namespace idem::fast {
 
 HWY_EXPORT(GemmTarget);
+HWY_EXPORT(DepthwiseTarget);
+HWY_EXPORT(ActivateTarget);
+
+void Activate(const Activation& activation, std::span<float> x) {
+  if (activation.kind == Activation::Kind::kNone || x.empty()) return;
+  HWY_DYNAMIC_DISPATCH(ActivateTarget)(activation, x.data(), static_cast<int64_t>(x.size()));
+}
+
+void DepthwiseConv2D(const DepthwiseProblem& problem) {
+  if (problem.oh <= 0 || problem.ow <= 0) return;
+  HWY_DYNAMIC_DISPATCH(DepthwiseTarget)(problem);
+}
 
 void PackedB::AlignedDelete::operator()(float* p) const {
   ::operator delete[](p, std::align_val_t{64});

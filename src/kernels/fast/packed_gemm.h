@@ -144,6 +144,33 @@ void GemmUnpacked(const float* a, int64_t lda, const float* b, int64_t ldb, floa
                   int64_t m, int64_t n, int64_t k, float beta = 0.0f, const Epilogue& epilogue = {},
                   const TaskRunner* runner = nullptr);
 
+// x[i] = act(x[i]) for every element, with the bits the fused epilogue gives (an activation
+// the planner fused into a kernel that then ran an unfused path).
+void Activate(const Activation& activation, std::span<float> x);
+
+// A depthwise 2-D convolution (one input channel per output plane, Conv's group == channels):
+//   y[oy][ox] = act(s + bias), s = 0, then for ky = 0..kh-1, kx = 0..kw-1 in that order
+//                                 s = fma(w[ky * kw + kx], x at (oy, ox) for tap (ky, kx), s)
+// the chain of the header's contract with k = kh * kw (so the same bits as the packed GEMM over
+// that Conv's im2col columns, padding read as zeros). The input comes as `phases` planes made by
+// the caller from the zero-padded input: plane f holds the padded columns f, f + sw, f + 2 sw, ...
+// of every padded row (row stride ld, plane stride phase_stride), so every tap reads contiguous
+// memory: tap (ky, kx) of output (oy, ox) is plane (kx * dw) % sw, row oy * sh + ky * dh, column
+// ox + (kx * dw) / sw. Each plane row must hold ow + ((kw - 1) * dw) / sw readable floats.
+struct DepthwiseProblem {
+  const float* planes = nullptr;
+  int64_t ld = 0;            // row stride of a plane
+  int64_t phase_stride = 0;  // distance between planes
+  int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+  const float* w = nullptr;  // kh x kw taps
+  int64_t kh = 1, kw = 1;
+  float* y = nullptr;  // oh x ow, row stride ow
+  int64_t oh = 0, ow = 0;
+  const float* bias = nullptr;  // one value, or null
+  Activation activation;
+};
+void DepthwiseConv2D(const DepthwiseProblem& problem);
+
 }  // namespace idem::fast
 
 #endif  // IDEM_SRC_KERNELS_FAST_PACKED_GEMM_H_
