@@ -766,12 +766,12 @@ void FastIm2Col(const Conv2D& g, const float* xg, int64_t oy0, int64_t rows, flo
             std::fill(out, out + g.ow, 0.0f);
             continue;
           }
-          const float* src = xc + iy * g.w + shift;
+          const float* row = xc + iy * g.w;
           std::fill(out, out + lo, 0.0f);
           if (g.sw == 1) {
-            std::copy(src + lo, src + hi, out + lo);
+            std::copy(row + shift + lo, row + shift + hi, out + lo);
           } else {
-            for (int64_t ox = lo; ox < hi; ++ox) out[ox] = src[ox * g.sw];
+            for (int64_t ox = lo; ox < hi; ++ox) out[ox] = row[ox * g.sw + shift];
           }
           std::fill(out + hi, out + g.ow, 0.0f);
         }
@@ -780,20 +780,35 @@ void FastIm2Col(const Conv2D& g, const float* xg, int64_t oy0, int64_t rows, flo
   }
 }
 
-// The patches of every output pixel of group input xg: patches[q][r] (P x K).
+// The patches of every output pixel of group input xg: patches[q][r] (P x K). Each (pixel,
+// channel, kernel row) is a run of kw taps: copied (undilated) with zeros where it reads padding.
 void FastPatches(const Conv2D& g, const float* xg, float* patches) {
   const int64_t k = g.k();
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     for (int64_t ox = 0; ox < g.ow; ++ox) {
       float* dst = patches + (oy * g.ow + ox) * k;
+      const int64_t ix0 = ox * g.sw - g.pl;
+      // Taps kx in [lo, hi) read inside the row.
+      int64_t lo = ix0 >= 0 ? 0 : (-ix0 + g.dw - 1) / g.dw;
+      int64_t hi = g.w - 1 - ix0 < 0 ? 0 : (g.w - 1 - ix0) / g.dw + 1;
+      lo = std::min(lo, g.kw);
+      hi = std::clamp(hi, lo, g.kw);
       for (int64_t c = 0; c < g.cg; ++c) {
         const float* xc = xg + c * g.in_plane();
-        for (int64_t ky = 0; ky < g.kh; ++ky) {
+        for (int64_t ky = 0; ky < g.kh; ++ky, dst += g.kw) {
           const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
-          for (int64_t kx = 0; kx < g.kw; ++kx) {
-            const int64_t ix = ox * g.sw - g.pl + kx * g.dw;
-            *dst++ = iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? xc[iy * g.w + ix] : 0.0f;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(dst, dst + g.kw, 0.0f);
+            continue;
           }
+          const float* row = xc + iy * g.w;
+          std::fill(dst, dst + lo, 0.0f);
+          if (g.dw == 1) {
+            std::copy(row + ix0 + lo, row + ix0 + hi, dst + lo);
+          } else {
+            for (int64_t kx = lo; kx < hi; ++kx) dst[kx] = row[ix0 + kx * g.dw];
+          }
+          std::fill(dst + hi, dst + g.kw, 0.0f);
         }
       }
     }
@@ -887,7 +902,11 @@ class FastConvKernel final : public Kernel {
     if (g.cg == 1 && !(g.mg > 1 && g.pixels() < kPixelPath)) {
       return RunDepthwise(ctx, g, px, pw, pb, y);
     }
-    if (g.pixels() < kPixelPath && g.mg >= 16) return RunPixels(ctx, g, px, pw, pb, y);
+    // A pointwise Conv reads X in place as the columns, unless so few pixels would leave most
+    // vector lanes empty.
+    if (g.pixels() < kPixelPath && g.mg >= 16 && !(g.pointwise() && g.pixels() >= 8)) {
+      return RunPixels(ctx, g, px, pw, pb, y);
+    }
     return RunColumns(ctx, g, px, pw, pb, y);
   }
 

@@ -139,6 +139,12 @@ std::vector<ConvSpec> ConvSpecs() {
       ConvSpec("1d_batch3", {3, 18, 4}, {20, 18, 3}).Pads(Dims{1, 1}),
       ConvSpec("1d_columns_dilation3", {3, 4, 50}, {5, 4, 5}).Pads(Dims{2, 1}).Dilations(Dims{3}),
       ConvSpec("1d_pointwise", {2, 7, 40}, {9, 7, 1}),
+      ConvSpec("1d_pointwise_few_pixels", {1, 40, 24}, {16, 40, 1}),
+      ConvSpec("1d_few_pixels_dilated_strided", {1, 20, 17}, {32, 20, 3})
+          .Strides({3})
+          .Pads({2, 1})
+          .Dilations({2}),
+      ConvSpec("2d_few_pixels_padded", {1, 16, 3, 4}, {24, 16, 3, 3}).Pads({2, 1, 0, 2}),
       ConvSpec("1x1_kernel_whole_image", {1, 3, 5, 5}, {33, 3, 5, 5}),
       ConvSpec("odd_everything", {3, 7, 13, 11}, {13, 7, 3, 5})
           .Strides(Dims{2, 1})
