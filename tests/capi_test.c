@@ -133,6 +133,17 @@ static void test_options(const char* dir) {
                "unknown mode 7");
   MUST(idem_session_options_set_allow_external_hard_links(options, 1));
   MUST(idem_session_options_set_eliminate_identity(options, 0));
+  MUST(idem_session_options_set_intra_op_threads(options, 2));
+  MUST(idem_session_options_set_reference_kernels(options, 1));
+  MUST(idem_session_options_set_reference_kernels(options, 0));
+  EXPECT_ERROR(idem_session_options_set_intra_op_threads(options, 0), IDEM_INVALID_ARGUMENT,
+               "threads is 0; it must be in [1, 1024]");
+  EXPECT_ERROR(idem_session_options_set_intra_op_threads(options, 1025), IDEM_INVALID_ARGUMENT,
+               "threads is 1025");
+  EXPECT_ERROR(idem_session_options_set_intra_op_threads(NULL, 1), IDEM_INVALID_ARGUMENT,
+               "options is NULL");
+  EXPECT_ERROR(idem_session_options_set_reference_kernels(NULL, 1), IDEM_INVALID_ARGUMENT,
+               "options is NULL");
   EXPECT_ERROR(idem_session_options_set_limit(NULL, IDEM_LIMIT_MAX_NODES, 1), IDEM_INVALID_ARGUMENT,
                "options is NULL");
   EXPECT_ERROR(idem_session_options_set_eliminate_identity(NULL, 1), IDEM_INVALID_ARGUMENT,

@@ -92,6 +92,16 @@ class KernelRunner {
   }
   // The types inference gave in the last Run.
   const std::vector<Type>& inferred() const { return inferred_; }
+  // Creates the reference kernel (SessionOptions::reference_kernels), the fast kernels' oracle.
+  KernelRunner& Reference(bool reference = true) {
+    reference_ = reference;
+    return *this;
+  }
+  // The intra-op threads the kernel is created with (NodeContext::threads); null: none.
+  KernelRunner& Threads(const fast::TaskRunner* threads) {
+    threads_ = threads;
+    return *this;
+  }
   KernelRunner& WithLimits(const Limits& limits) {
     limits_ = limits;
     return *this;
@@ -137,6 +147,8 @@ class KernelRunner {
       if (i < inputs.size() && !inputs[i].is_null()) constants[i] = &inputs[i];
     }
     NodeContext ctx{node_, schema->since_version, type_ptrs, limits_, nullptr, constants};
+    ctx.reference_kernels = reference_;
+    ctx.threads = threads_;
     IDEM_ASSIGN_OR_RETURN(PreparedNode prepared, schema->prepare(ctx));
     std::vector<Type> inferred = prepared.inference.types;
     inferred_ = inferred;
@@ -176,6 +188,8 @@ class KernelRunner {
   Limits limits_;
   std::vector<size_t> constant_inputs_;
   bool unknown_shapes_ = false;
+  bool reference_ = false;
+  const fast::TaskRunner* threads_ = nullptr;
   std::vector<Type> inferred_;
 };
 

@@ -163,6 +163,15 @@ IDEM_API idem_status_t* idem_session_options_set_external_data_mode(idem_session
 /* Non-zero: accept external-data files with more than one hard link (default: refused). */
 IDEM_API idem_status_t* idem_session_options_set_allow_external_hard_links(
     idem_session_options_t* options, int allowed);
+/* Threads one product may be split over, the calling thread included (idem::SessionOptions::
+ * intra_op_threads; default 1). The session's workers sleep between products, never spin; results
+ * are the same bits for every count. Outside [1, 1024]: IDEM_INVALID_ARGUMENT. */
+IDEM_API idem_status_t* idem_session_options_set_intra_op_threads(idem_session_options_t* options,
+                                                                  int32_t threads);
+/* Non-zero: every operator runs its reference kernel (idem::SessionOptions::reference_kernels, the
+ * fast kernels' oracle); zero (default): the fast kernels. */
+IDEM_API idem_status_t* idem_session_options_set_reference_kernels(idem_session_options_t* options,
+                                                                   int enabled);
 
 /* ---- Sessions ----------------------------------------------------------------------------- */
 

@@ -55,6 +55,16 @@ struct SessionOptions {
   // External-data files with more than one hard link are refused unless this is set (a link in
   // the model's folder may point at a file outside it).
   bool allow_external_hard_links = false;
+  // Runs every operator on its reference kernel (plain loops in a fixed order: the oracle the
+  // fast kernels are tested against) instead of the fast kernels (packed GEMM/GEMV through
+  // SIMD, docs/performance.md). Both are deterministic; their results differ in the last bits
+  // (the fast kernels fuse each multiply-add). For tests and for checking a result.
+  bool reference_kernels = false;
+  // Threads one product may be split over, the calling thread included (>= 1; 1: every kernel
+  // runs on the thread that called Run). The session starts intra_op_threads - 1 workers that
+  // sleep between products, never spin. Only large products split (about 2 million
+  // multiply-adds or more); results are the same bits for every thread count.
+  int intra_op_threads = 1;
 };
 
 // Per-call options of Session::Run*. Control flow checks them on every Loop iteration.

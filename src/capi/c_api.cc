@@ -403,6 +403,29 @@ idem_status_t* idem_session_options_set_allow_external_hard_links(idem_session_o
   });
 }
 
+idem_status_t* idem_session_options_set_intra_op_threads(idem_session_options_t* options,
+                                                         int32_t threads) {
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    IDEM_CHECK_HANDLE(options, kOptionsMagic, "options");
+    if (threads < 1 || threads > 1024) {
+      return MakeStatus(IDEM_INVALID_ARGUMENT, std::string(fn) + ": threads is " +
+                                                   std::to_string(threads) +
+                                                   "; it must be in [1, 1024]");
+    }
+    options->options.intra_op_threads = threads;
+    return nullptr;
+  });
+}
+
+idem_status_t* idem_session_options_set_reference_kernels(idem_session_options_t* options,
+                                                          int enabled) {
+  return Guard(__func__, [&](const char* fn) -> idem_status_t* {
+    IDEM_CHECK_HANDLE(options, kOptionsMagic, "options");
+    options->options.reference_kernels = enabled != 0;
+    return nullptr;
+  });
+}
+
 // ---- Sessions --------------------------------------------------------------------------------
 
 idem_status_t* idem_session_create(const char* path, const idem_session_options_t* options,

@@ -29,12 +29,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "src/core/text.h"
 #include "src/kernels/dispatch.h"
+#include "src/kernels/fast/packed_gemm.h"
+#include "src/kernels/fast/thread_pool.h"
 #include "src/kernels/gemm.h"
 #include "src/kernels/op.h"
 
@@ -415,6 +418,17 @@ void Unravel(int64_t index, std::span<const int64_t> dims, int64_t* coords) {
   }
 }
 
+// ConvTranspose's W (C x Mg*K, group by group: Cg x rows each) as W_g^T (rows x Cg) per group.
+void TransposeGroups(const float* w, int64_t group, int64_t cg, int64_t rows, float* out) {
+  for (int64_t gi = 0; gi < group; ++gi) {
+    const float* wg = w + gi * cg * rows;
+    float* og = out + gi * rows * cg;
+    for (int64_t c = 0; c < cg; ++c) {
+      for (int64_t r = 0; r < rows; ++r) og[r * cg + c] = wg[c * rows + r];
+    }
+  }
+}
+
 // What a Conv/ConvTranspose run needs besides X: W as accumulator values (pre-packed when W is
 // a constant 16-bit tensor), the geometry.
 struct Geometry {
@@ -429,6 +443,10 @@ class ConvKernel final : public Kernel {
   using A = ComputeType<T>;
   ConvKernel(ConvAttrs attrs, std::shared_ptr<const std::vector<A>> packed_w)
       : attrs_(std::move(attrs)), packed_w_(std::move(packed_w)) {}
+  // ConvTranspose of float with its GEMM on the fast kernels (fast::GemmUnpacked, W_g^T as A):
+  // `transposed_w` is W_g^T per group, made at Create from a constant W (else per run).
+  ConvKernel(ConvAttrs attrs, bool fast, std::shared_ptr<const std::vector<float>> transposed_w)
+      : attrs_(std::move(attrs)), fast_(fast), transposed_w_(std::move(transposed_w)) {}
 
   Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
                  std::span<Value> outputs) const override {
@@ -619,6 +637,21 @@ class ConvKernel final : public Kernel {
       IDEM_ASSIGN_OR_RETURN(xa, Scratch<A>(ctx, cg * xs));
       IDEM_ASSIGN_OR_RETURN(plane, Scratch<A>(ctx, mg * ps));
     }
+    // The fast path's A: W_g^T per group (rows x Cg), from Create or made now.
+    const float* wt = nullptr;
+    std::vector<float> wt_storage;
+    if constexpr (std::is_same_v<T, float>) {
+      if (fast_) {
+        const int64_t count = g.group * rows * cg;
+        if (transposed_w_ != nullptr && static_cast<int64_t>(transposed_w_->size()) == count) {
+          wt = transposed_w_->data();
+        } else {
+          IDEM_ASSIGN_OR_RETURN(wt_storage, Scratch<float>(ctx, count));
+          TransposeGroups(w, g.group, cg, rows, wt_storage.data());
+          wt = wt_storage.data();
+        }
+      }
+    }
     std::vector<int64_t> kcoord(spatial), icoord(spatial);
     const std::span<const int64_t> outer(g.in.data(), last);
     for (int64_t n = 0; n < g.n; ++n) {
@@ -640,8 +673,18 @@ class ConvKernel final : public Kernel {
         for (int64_t l0 = 0; l0 < lines; l0 += block_lines) {
           const int64_t nlines = std::min(block_lines, lines - l0);
           const int64_t cols = nlines * line;
-          ReferenceGemm<A>(true, false, rows, cols, cg, wg, rows, xm + l0 * line, xs, col.data(),
-                           cols, false);
+          if constexpr (std::is_same_v<T, float>) {
+            if (fast_) {
+              fast::GemmUnpacked(wt + gi * rows * cg, cg, xm + l0 * line, xs, col.data(), cols,
+                                 rows, cols, cg);
+            } else {
+              ReferenceGemm<A>(true, false, rows, cols, cg, wg, rows, xm + l0 * line, xs,
+                               col.data(), cols, false);
+            }
+          } else {
+            ReferenceGemm<A>(true, false, rows, cols, cg, wg, rows, xm + l0 * line, xs, col.data(),
+                             cols, false);
+          }
           // col2im: row r = (m, kernel position) of input position q adds to its output.
           for (int64_t r = 0; r < rows; ++r) {
             const int64_t m = r / kk;
@@ -685,9 +728,411 @@ class ConvKernel final : public Kernel {
 
   ConvAttrs attrs_;
   std::shared_ptr<const std::vector<A>> packed_w_;
+  bool fast_ = false;
+  std::shared_ptr<const std::vector<float>> transposed_w_;
 };
 
+// ---- Fast float Conv (SessionOptions::reference_kernels off) ------------------------------------
+//
+// 1-D and 2-D float Convs run on the fast kernels (src/kernels/fast): each output is one chain of
+// fused multiply-adds over (input channel, kernel row, kernel column) in that order, starting from
+// 0, then + bias, then the fused activation (fast/packed_gemm.h's contract; padding read as
+// zeros). So every path below gives the same bits as the others, on every run, SIMD target and
+// thread count, and results differ from the reference kernel's (a multiply and an add per step)
+// in the last bits only. Per (batch, group):
+//   depthwise (one input channel per group): fast::DepthwiseConv2D over phase planes of the
+//     zero-padded input;
+//   few output pixels (P < kPixelPath, Silero's 1-4 frames): the pixels' patches (P x K) times
+//     W_g^T packed once at Create (K x Mg), stored transposed straight into NCHW;
+//   otherwise: W_g (Mg x K, as stored) times the im2col columns (K x P, or X itself for a 1x1
+//     stride-1 unpadded Conv), in blocks of output rows, each block one product.
+// Other element types and spatial ranks run the reference kernel.
+
+// Below this many output pixels per image a Conv multiplies the patches by the packed weights
+// (vectors across output channels); from it on, the weights by the columns (vectors across
+// pixels).
+constexpr int64_t kPixelPath = 32;
+// About how many floats one im2col block holds (its rows x pixels): 512 KiB, cache-sized.
+constexpr int64_t kFastColumnFloats = int64_t{1} << 17;
+
+// The 2-D view of a 1-D or 2-D Conv (a 1-D one has height 1).
+struct Conv2D {
+  int64_t n = 0, c = 0, m = 0, group = 1, cg = 0, mg = 0;
+  int64_t h = 1, w = 1, kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t pt = 0, pl = 0;  // padding before (top, left)
+  int64_t oh = 1, ow = 1;
+  int64_t kk() const { return kh * kw; }
+  int64_t k() const { return cg * kh * kw; }
+  int64_t pixels() const { return oh * ow; }
+  int64_t in_plane() const { return h * w; }
+  bool pointwise() const {
+    return kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w;
+  }
+};
+
+// W_g^T (K x Mg) packed for the pixel path, per group.
+std::vector<fast::PackedB> PackConvWeights(const float* w, int64_t group, int64_t mg, int64_t k) {
+  std::vector<fast::PackedB> packed;
+  packed.reserve(static_cast<size_t>(group));
+  for (int64_t g = 0; g < group; ++g) {
+    packed.push_back(fast::PackB(w + g * mg * k, k, k, mg, /*transposed=*/true));
+  }
+  return packed;
+}
+
+// Rows [oy0, oy0 + rows) of the im2col columns of group input xg: col[r][q], r = (channel, ky,
+// kx), q = (oy - oy0) * ow + ox; zeros where the kernel reads padding.
+void FastIm2Col(const Conv2D& g, const float* xg, int64_t oy0, int64_t rows, float* col) {
+  const int64_t cols = rows * g.ow;
+  for (int64_t c = 0; c < g.cg; ++c) {
+    const float* xc = xg + c * g.in_plane();
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        float* dst = col + ((c * g.kh + ky) * g.kw + kx) * cols;
+        const int64_t shift = kx * g.dw - g.pl;  // ix = ox * sw + shift
+        // Outputs whose ix is inside [0, w): [lo, hi).
+        int64_t lo = shift >= 0 ? 0 : (-shift + g.sw - 1) / g.sw;
+        int64_t hi = g.w - 1 - shift < 0 ? 0 : (g.w - 1 - shift) / g.sw + 1;
+        lo = std::min(lo, g.ow);
+        hi = std::clamp(hi, lo, g.ow);
+        for (int64_t r = 0; r < rows; ++r) {
+          float* out = dst + r * g.ow;
+          const int64_t iy = (oy0 + r) * g.sh - g.pt + ky * g.dh;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(out, out + g.ow, 0.0f);
+            continue;
+          }
+          const float* row = xc + iy * g.w;
+          std::fill(out, out + lo, 0.0f);
+          if (g.sw == 1) {
+            std::copy(row + shift + lo, row + shift + hi, out + lo);
+          } else {
+            for (int64_t ox = lo; ox < hi; ++ox) out[ox] = row[ox * g.sw + shift];
+          }
+          std::fill(out + hi, out + g.ow, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+// The patches of every output pixel of group input xg: patches[q][r] (P x K). Each (pixel,
+// channel, kernel row) is a run of kw taps: copied (undilated) with zeros where it reads padding.
+void FastPatches(const Conv2D& g, const float* xg, float* patches) {
+  const int64_t k = g.k();
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      float* dst = patches + (oy * g.ow + ox) * k;
+      const int64_t ix0 = ox * g.sw - g.pl;
+      // Taps kx in [lo, hi) read inside the row.
+      int64_t lo = ix0 >= 0 ? 0 : (-ix0 + g.dw - 1) / g.dw;
+      int64_t hi = g.w - 1 - ix0 < 0 ? 0 : (g.w - 1 - ix0) / g.dw + 1;
+      lo = std::min(lo, g.kw);
+      hi = std::clamp(hi, lo, g.kw);
+      for (int64_t c = 0; c < g.cg; ++c) {
+        const float* xc = xg + c * g.in_plane();
+        for (int64_t ky = 0; ky < g.kh; ++ky, dst += g.kw) {
+          const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+          if (iy < 0 || iy >= g.h) {
+            std::fill(dst, dst + g.kw, 0.0f);
+            continue;
+          }
+          const float* row = xc + iy * g.w;
+          std::fill(dst, dst + lo, 0.0f);
+          if (g.dw == 1) {
+            std::copy(row + ix0 + lo, row + ix0 + hi, dst + lo);
+          } else {
+            for (int64_t kx = lo; kx < hi; ++kx) dst[kx] = row[ix0 + kx * g.dw];
+          }
+          std::fill(dst + hi, dst + g.kw, 0.0f);
+        }
+      }
+    }
+  }
+}
+
+// The depthwise phase planes of one input channel (see fast::DepthwiseProblem): plane f, row pr,
+// column t holds padded column t * sw + f of padded row pr. Returns the row stride.
+int64_t DepthwisePlaneRow(const Conv2D& g) { return g.ow + ((g.kw - 1) * g.dw) / g.sw; }
+int64_t DepthwisePlaneRows(const Conv2D& g) { return (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1; }
+void FastPhasePlanes(const Conv2D& g, const float* xc, float* planes) {
+  const int64_t ld = DepthwisePlaneRow(g), rows = DepthwisePlaneRows(g);
+  for (int64_t f = 0; f < g.sw; ++f) {
+    float* plane = planes + f * rows * ld;
+    for (int64_t pr = 0; pr < rows; ++pr) {
+      float* out = plane + pr * ld;
+      const int64_t iy = pr - g.pt;
+      if (iy < 0 || iy >= g.h) {
+        std::fill(out, out + ld, 0.0f);
+        continue;
+      }
+      const float* src = xc + iy * g.w;
+      for (int64_t t = 0; t < ld; ++t) {
+        const int64_t ix = t * g.sw + f - g.pl;
+        out[t] = ix >= 0 && ix < g.w ? src[ix] : 0.0f;
+      }
+    }
+  }
+}
+
+class FastConvKernel final : public Kernel {
+ public:
+  FastConvKernel(ConvAttrs attrs, std::shared_ptr<const std::vector<fast::PackedB>> packed,
+                 fast::Activation activation, const fast::TaskRunner* threads)
+      : attrs_(attrs),
+        packed_(std::move(packed)),
+        activation_(activation),
+        threads_(threads),
+        reference_(std::move(attrs), nullptr) {}
+
+  Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
+                 std::span<Value> outputs) const override {
+    const Tensor& x = inputs[0]->tensor();
+    const Tensor& w = inputs[1]->tensor();
+    const Tensor* b = inputs.size() > 2 && inputs[2] != nullptr ? &inputs[2]->tensor() : nullptr;
+    const size_t rank = x.shape().size();
+    if (x.element_type() != ElementType::kFloat || w.element_type() != ElementType::kFloat ||
+        (b != nullptr && b->element_type() != ElementType::kFloat) || rank < 3 || rank > 4) {
+      IDEM_RETURN_IF_ERROR(reference_.RunWith(ctx, inputs, outputs));
+      if (activation_.kind != fast::Activation::Kind::kNone && !outputs[0].is_null() &&
+          outputs[0].tensor().element_type() == ElementType::kFloat) {
+        const Tensor& t = outputs[0].tensor();
+        fast::Activate(activation_, std::span<float>(const_cast<float*>(t.data_as<float>().data()),
+                                                     static_cast<size_t>(t.element_count())));
+      }
+      return {};
+    }
+    std::optional<std::span<const int64_t>> bs;
+    if (b != nullptr) bs = b->shape();
+    std::vector<Axis> axes;
+    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                          ConvShape<int64_t>(attrs_, x.shape(), w.shape(), bs, &axes));
+    Conv2D g;
+    g.n = shape[0];
+    g.c = x.shape()[1];
+    g.m = shape[1];
+    g.group = attrs_.group;
+    g.cg = g.c / g.group;
+    g.mg = g.m / g.group;
+    const size_t last = rank - 3;  // the width axis
+    g.w = x.shape()[rank - 1];
+    g.kw = w.shape()[rank - 1];
+    g.sw = At(attrs_.strides, last, 1);
+    g.dw = At(attrs_.dilations, last, 1);
+    g.pl = axes[last].pad_begin;
+    g.ow = shape[rank - 1];
+    if (rank == 4) {
+      g.h = x.shape()[2];
+      g.kh = w.shape()[2];
+      g.sh = At(attrs_.strides, 0, 1);
+      g.dh = At(attrs_.dilations, 0, 1);
+      g.pt = axes[0].pad_begin;
+      g.oh = shape[2];
+    }
+    float* y = nullptr;
+    IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorAs(ctx, ElementType::kFloat, shape, &y));
+    if (Product(shape) == 0) return {};
+    const float* px = x.data_as<float>().data();
+    const float* pw = w.data_as<float>().data();
+    const float* pb = b != nullptr ? b->data_as<float>().data() : nullptr;
+    if (g.cg == 1 && !(g.mg > 1 && g.pixels() < kPixelPath)) {
+      return RunDepthwise(ctx, g, px, pw, pb, y);
+    }
+    // A pointwise Conv reads X in place as the columns, unless so few pixels would leave most
+    // vector lanes empty.
+    if (g.pixels() < kPixelPath && g.mg >= 16 && !(g.pointwise() && g.pixels() >= 8)) {
+      return RunPixels(ctx, g, px, pw, pb, y);
+    }
+    return RunColumns(ctx, g, px, pw, pb, y);
+  }
+
+ private:
+  int64_t Fmas(const Conv2D& g) const {
+    const double f = static_cast<double>(g.n) * static_cast<double>(g.m) *
+                     static_cast<double>(g.pixels()) * static_cast<double>(g.k());
+    return f > 4e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(f);
+  }
+
+  Status RunDepthwise(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
+                      const float* b, float* y) const {
+    const int64_t ld = DepthwisePlaneRow(g), rows = DepthwisePlaneRows(g);
+    int64_t floats = 0;
+    if (__builtin_mul_overflow(g.sw * ld, rows, &floats)) {
+      return InvalidArgument("Conv: the depthwise input planes overflow int64");
+    }
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
+    fast::ParallelFor(threads_, g.n * g.group, Fmas(g), [&](int64_t begin, int64_t end) {
+      float* planes = fast::ThreadScratch(0, static_cast<size_t>(floats));
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t n = item / g.group, gi = item % g.group;
+        FastPhasePlanes(g, x + (n * g.c + gi) * g.in_plane(), planes);
+        for (int64_t j = 0; j < g.mg; ++j) {
+          const int64_t o = gi * g.mg + j;
+          fast::DepthwiseProblem pr;
+          pr.planes = planes;
+          pr.ld = ld;
+          pr.phase_stride = rows * ld;
+          pr.sh = g.sh;
+          pr.sw = g.sw;
+          pr.dh = g.dh;
+          pr.dw = g.dw;
+          pr.w = w + o * g.kk();
+          pr.kh = g.kh;
+          pr.kw = g.kw;
+          pr.y = y + (n * g.m + o) * g.pixels();
+          pr.oh = g.oh;
+          pr.ow = g.ow;
+          pr.bias = b != nullptr ? b + o : nullptr;
+          pr.activation = activation_;
+          fast::DepthwiseConv2D(pr);
+        }
+      }
+    });
+    return {};
+  }
+
+  Status RunPixels(RunContext& ctx, const Conv2D& g, const float* x, const float* w, const float* b,
+                   float* y) const {
+    const int64_t k = g.k(), p = g.pixels();
+    std::shared_ptr<const std::vector<fast::PackedB>> packed = packed_;
+    if (packed == nullptr) {
+      int64_t bytes = fast::PackedBBytes(k, g.mg);
+      if (bytes < 0 || __builtin_mul_overflow(bytes, g.group, &bytes)) {
+        return InvalidArgument("Conv: the packed weights overflow int64");
+      }
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(bytes)));
+      packed =
+          std::make_shared<const std::vector<fast::PackedB>>(PackConvWeights(w, g.group, g.mg, k));
+    }
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(p * k) * sizeof(float)));
+    float* patches = fast::ThreadScratch(0, static_cast<size_t>(p * k));
+    for (int64_t n = 0; n < g.n; ++n) {
+      for (int64_t gi = 0; gi < g.group; ++gi) {
+        FastPatches(g, x + (n * g.c + gi * g.cg) * g.in_plane(), patches);
+        fast::Epilogue ep;
+        ep.bias = b != nullptr ? b + gi * g.mg : nullptr;
+        ep.activation = activation_;
+        ep.transposed_c = true;
+        fast::GemmPacked(patches, k, (*packed)[static_cast<size_t>(gi)],
+                         y + (n * g.m + gi * g.mg) * p, p, p, 0.0f, ep, threads_);
+      }
+    }
+    return {};
+  }
+
+  Status RunColumns(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
+                    const float* b, float* y) const {
+    const int64_t k = g.k(), p = g.pixels();
+    auto epilogue = [&](int64_t gi) {
+      fast::Epilogue ep;
+      ep.bias = b != nullptr ? b + gi * g.mg : nullptr;
+      ep.bias_per_row = true;
+      ep.activation = activation_;
+      return ep;
+    };
+    if (g.pointwise()) {
+      // X itself is the columns: one product per (batch, group), split by the GEMM.
+      for (int64_t n = 0; n < g.n; ++n) {
+        for (int64_t gi = 0; gi < g.group; ++gi) {
+          fast::GemmUnpacked(w + gi * g.mg * k, k, x + (n * g.c + gi * g.cg) * g.in_plane(),
+                             g.in_plane(), y + (n * g.m + gi * g.mg) * p, p, g.mg, p, k, 0.0f,
+                             epilogue(gi), threads_);
+        }
+      }
+      return {};
+    }
+    // Blocks of output rows whose columns fill about kFastColumnFloats (at least one row).
+    const int64_t block_rows =
+        std::clamp<int64_t>(kFastColumnFloats / std::max<int64_t>(1, k * g.ow), 1, g.oh);
+    const int64_t blocks = (g.oh + block_rows - 1) / block_rows;
+    const int64_t floats = k * block_rows * g.ow;
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
+    fast::ParallelFor(threads_, g.n * g.group * blocks, Fmas(g), [&](int64_t begin, int64_t end) {
+      float* col = fast::ThreadScratch(0, static_cast<size_t>(floats));
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t n = item / (g.group * blocks);
+        const int64_t gi = item / blocks % g.group;
+        const int64_t oy0 = item % blocks * block_rows;
+        const int64_t rows = std::min(block_rows, g.oh - oy0);
+        const int64_t cols = rows * g.ow;
+        FastIm2Col(g, x + (n * g.c + gi * g.cg) * g.in_plane(), oy0, rows, col);
+        fast::GemmUnpacked(w + gi * g.mg * k, k, col, cols,
+                           y + (n * g.m + gi * g.mg) * p + oy0 * g.ow, p, g.mg, cols, k, 0.0f,
+                           epilogue(gi));
+      }
+    });
+    return {};
+  }
+
+  ConvAttrs attrs_;
+  std::shared_ptr<const std::vector<fast::PackedB>> packed_;  // W_g^T per group, or null
+  fast::Activation activation_;
+  const fast::TaskRunner* threads_;
+  ConvKernel<float> reference_;  // other ranks
+};
+
+// The fast kernel of a float Conv / ConvTranspose, with W prepared once when it is a constant.
+Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& facts,
+                                               fast::Activation activation) {
+  const Value* wv = facts.constant(1);
+  const Tensor* w = wv != nullptr && wv->is_tensor() &&
+                            wv->tensor().element_type() == ElementType::kFloat &&
+                            wv->tensor().shape().size() >= 3
+                        ? &wv->tensor()
+                        : nullptr;
+  if (w != nullptr) {
+    // Checks W's shape against the attributes first (the run refuses it with the same error).
+    const auto ws = w->shape();
+    if (a.group < 1 || ws[0] < 1) w = nullptr;
+  }
+  if (a.transpose) {
+    std::shared_ptr<const std::vector<float>> transposed;
+    if (w != nullptr && w->shape()[0] % a.group == 0) {
+      const auto ws = w->shape();
+      const int64_t cg = ws[0] / a.group;
+      const int64_t rows = w->element_count() / std::max<int64_t>(1, ws[0]);
+      auto t = std::make_shared<std::vector<float>>(static_cast<size_t>(w->element_count()));
+      TransposeGroups(w->data_as<float>().data(), a.group, cg, rows, t->data());
+      transposed = std::move(t);
+    }
+    return std::unique_ptr<Kernel>(std::make_unique<ConvKernel<float>>(a, true, transposed));
+  }
+  std::shared_ptr<const std::vector<fast::PackedB>> packed;
+  if (w != nullptr && (w->shape().size() == 3 || w->shape().size() == 4) &&
+      w->shape()[0] % a.group == 0) {
+    const auto ws = w->shape();
+    const int64_t mg = ws[0] / a.group;
+    const int64_t k = w->element_count() / ws[0];
+    // The pixel path's packed weights, when it may run: few output pixels (or not known yet)
+    // and enough output channels. Depthwise Convs never take it.
+    std::optional<int64_t> pixels;
+    if (auto xs = facts.has(0) ? facts.static_shape(0) : std::nullopt) {
+      std::vector<int64_t> bshape;
+      std::optional<std::span<const int64_t>> bs;
+      if (auto b = facts.has(2) ? facts.static_shape(2) : std::nullopt) {
+        bshape = *b;
+        bs = std::span<const int64_t>(bshape);
+      }
+      auto out = ConvShape<int64_t>(a, *xs, ws, bs);
+      if (out.ok()) pixels = Product(std::span<const int64_t>(*out).subspan(2));
+    }
+    const bool depthwise = ws[1] == 1 && mg == 1;
+    if (!depthwise && mg >= 16 && (!pixels || *pixels < kPixelPath) && k > 0) {
+      const int64_t bytes = fast::PackedBBytes(k, mg);
+      if (bytes >= 0 && static_cast<uint64_t>(bytes) <= facts.context().limits.max_tensor_bytes) {
+        packed = std::make_shared<const std::vector<fast::PackedB>>(
+            PackConvWeights(w->data_as<float>().data(), a.group, mg, k));
+      }
+    }
+  }
+  return std::unique_ptr<Kernel>(
+      std::make_unique<FastConvKernel>(a, std::move(packed), activation, facts.context().threads));
+}
+
 Result<std::unique_ptr<Kernel>> CreateConv(const ConvAttrs& a, const Facts& facts) {
+  if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat) {
+    return CreateFastConv(a, facts, fast::Activation::None());
+  }
   std::unique_ptr<Kernel> kernel;
   IDEM_RETURN_IF_ERROR(DispatchFloat(facts.element_type(0), a.op, [&](auto tag) {
     using T = decltype(tag);

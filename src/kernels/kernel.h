@@ -25,6 +25,10 @@
 
 namespace idem {
 
+namespace fast {
+class TaskRunner;  // src/kernels/fast/packed_gemm.h
+}  // namespace fast
+
 // Bytes a value holds for run-time budget accounting: a tensor's buffer (strings: their bytes plus
 // a per-string overhead), a sequence's cached total, an optional's element. Shared buffers are
 // counted for each value holding them (conservative). O(1) except for string tensors.
@@ -163,6 +167,11 @@ struct NodeContext {
   // The value of each input the planner knows as a constant (initializers, Constant outputs,
   // folded values); null where unknown. Empty or one entry per input.
   std::span<const Value* const> constants = {};
+  // SessionOptions::reference_kernels: create the reference kernel (the oracle), not the fast one.
+  bool reference_kernels = false;
+  // The session's intra-op threads (SessionOptions::intra_op_threads), or null for the calling
+  // thread only. Outlives every kernel created with it.
+  const fast::TaskRunner* threads = nullptr;
 };
 
 // What inference says about a node's outputs: their types (with shapes where known) and, where

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/kernels/dispatch.h"
+#include "src/kernels/fast/packed_gemm.h"
 #include "src/kernels/gemm.h"
 #include "src/kernels/op.h"
 
@@ -329,7 +330,12 @@ Status RunMatMul(RunContext& ctx, const Tensor& a, const Tensor& b, Value& out) 
   return {};
 }
 
-Result<std::unique_ptr<Kernel>> CreateMatMul(const MatMulAttrs& attrs, const Facts&) {
+Result<std::unique_ptr<Kernel>> CreateFastMatMul(const Facts& facts, fast::Activation activation);
+
+Result<std::unique_ptr<Kernel>> CreateMatMul(const MatMulAttrs& attrs, const Facts& facts) {
+  if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat) {
+    return CreateFastMatMul(facts, fast::Activation::None());
+  }
   return MakeFunctionKernel(attrs,
                             [](const MatMulAttrs&, RunContext& ctx,
                                std::span<const Value* const> in, std::span<Value> out) -> Status {
@@ -509,7 +515,13 @@ Status RunGemm(const GemmAttrs& g, RunContext& ctx, const Tensor& a, const Tenso
   return {};
 }
 
-Result<std::unique_ptr<Kernel>> CreateGemm(const GemmAttrs& attrs, const Facts&) {
+Result<std::unique_ptr<Kernel>> CreateFastGemm(const GemmAttrs& g, const Facts& facts,
+                                               fast::Activation activation);
+
+Result<std::unique_ptr<Kernel>> CreateGemm(const GemmAttrs& attrs, const Facts& facts) {
+  if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat) {
+    return CreateFastGemm(attrs, facts, fast::Activation::None());
+  }
   return MakeFunctionKernel(attrs,
                             [](const GemmAttrs& g, RunContext& ctx,
                                std::span<const Value* const> in, std::span<Value> out) -> Status {
@@ -521,6 +533,201 @@ Result<std::unique_ptr<Kernel>> CreateGemm(const GemmAttrs& attrs, const Facts&)
                                 return RunGemm<decltype(tag)>(g, ctx, a, b, c, out[0]);
                               });
                             });
+}
+
+// ---- Fast float Gemm and MatMul (SessionOptions::reference_kernels off) -------------------------
+//
+// Float products run on the fast kernels (src/kernels/fast/packed_gemm.h): every result is one
+// chain of fused multiply-adds over k in order, then + the bias, then the fused activation, the
+// same bits on every run, SIMD target and thread count, and for a constant or a fed B. Gemm packs
+// alpha * op(B) once at Create when B is a constant (else on every run: the same bits) and turns
+// beta * C into the bias (C of M x N: the product's starting value); MatMul packs a constant B
+// once and reads a fed one where it is.
+
+// A transposed (k x m stored, row stride lda) as a dense m x k matrix.
+void TransposeInto(const float* a, int64_t lda, int64_t m, int64_t k, float* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t p = 0; p < k; ++p) out[i * k + p] = a[p * lda + i];
+  }
+}
+
+class FastGemmKernel final : public Kernel {
+ public:
+  FastGemmKernel(GemmAttrs g, std::shared_ptr<const fast::PackedB> packed,
+                 fast::Activation activation, const fast::TaskRunner* threads)
+      : g_(g), packed_(std::move(packed)), activation_(activation), threads_(threads) {}
+
+  Status RunWith(RunContext& ctx, std::span<const Value* const> in,
+                 std::span<Value> out) const override {
+    const Tensor& a = in[0]->tensor();
+    const Tensor& b = in[1]->tensor();
+    const Tensor* c = in.size() > 2 && in[2] != nullptr ? &in[2]->tensor() : nullptr;
+    if (a.element_type() != ElementType::kFloat || b.element_type() != ElementType::kFloat ||
+        (c != nullptr && c->element_type() != ElementType::kFloat)) {
+      return InvalidArgument("Gemm: A, B and C must have the same element type");
+    }
+    std::optional<std::span<const int64_t>> cs;
+    if (c != nullptr) cs = c->shape();
+    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+                          GemmShape<int64_t>(g_, a.shape(), b.shape(), cs));
+    const int64_t m = shape[0], n = shape[1];
+    const int64_t k = g_.trans_a ? a.shape()[0] : a.shape()[1];
+    float* y = nullptr;
+    IDEM_ASSIGN_OR_RETURN(out[0], AllocateTensorAs(ctx, ElementType::kFloat, shape, &y));
+    if (m * n == 0) return {};
+    // B: packed at Create, or now.
+    std::shared_ptr<const fast::PackedB> packed = packed_;
+    std::optional<fast::PackedB> local;
+    if (packed == nullptr) {
+      const int64_t bytes = fast::PackedBBytes(k, n);
+      if (bytes < 0) return InvalidArgument("Gemm: the packed B overflows int64");
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(bytes)));
+      local = fast::PackB(b.data_as<float>().data(), b.shape()[1], k, n, g_.trans_b, g_.alpha);
+    }
+    const fast::PackedB& pb = packed != nullptr ? *packed : *local;
+    // A as m x k rows.
+    const float* pa = a.data_as<float>().data();
+    std::vector<float> a_rows;
+    if (g_.trans_a && m > 1) {
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(m * k) * sizeof(float)));
+      a_rows.resize(static_cast<size_t>(m * k));
+      TransposeInto(pa, a.shape()[1], m, k, a_rows.data());
+      pa = a_rows.data();
+    }
+    const int64_t lda = g_.trans_a ? (m > 1 ? k : 1) : a.shape()[1];
+    // C: beta * C as a bias over the columns (or rows), or as the starting value.
+    fast::Epilogue ep;
+    ep.activation = activation_;
+    float beta = 0.0f;
+    std::vector<float> bias;
+    if (c != nullptr && g_.beta != 0.0f) {
+      const float* pc = c->data_as<float>().data();
+      const auto s = c->shape();
+      const int64_t count = c->element_count();
+      const bool rows = s.size() == 2 && s[1] == 1 && s[0] == m && m > 1;
+      if (count == 1 || !rows) {
+        if (count == 1 || count == n) {
+          IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(n) * sizeof(float)));
+          bias.resize(static_cast<size_t>(n));
+          for (int64_t j = 0; j < n; ++j) bias[j] = g_.beta * pc[count == 1 ? 0 : j];
+          ep.bias = bias.data();
+        } else {
+          // C is M x N: the product starts from beta * C.
+          std::copy(pc, pc + m * n, y);
+          beta = g_.beta;
+        }
+      } else {
+        IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(m) * sizeof(float)));
+        bias.resize(static_cast<size_t>(m));
+        for (int64_t i = 0; i < m; ++i) bias[i] = g_.beta * pc[i];
+        ep.bias = bias.data();
+        ep.bias_per_row = true;
+      }
+    }
+    fast::GemmPacked(pa, lda, pb, y, n, m, beta, ep, threads_);
+    return {};
+  }
+
+ private:
+  GemmAttrs g_;
+  std::shared_ptr<const fast::PackedB> packed_;  // alpha * op(B), when B is a constant
+  fast::Activation activation_;
+  const fast::TaskRunner* threads_;
+};
+
+class FastMatMulKernel final : public Kernel {
+ public:
+  FastMatMulKernel(std::shared_ptr<const std::vector<fast::PackedB>> packed,
+                   fast::Activation activation, const fast::TaskRunner* threads)
+      : packed_(std::move(packed)), activation_(activation), threads_(threads) {}
+
+  Status RunWith(RunContext& ctx, std::span<const Value* const> in,
+                 std::span<Value> out) const override {
+    const Tensor& a = in[0]->tensor();
+    const Tensor& b = in[1]->tensor();
+    if (a.element_type() != ElementType::kFloat || b.element_type() != ElementType::kFloat) {
+      return InvalidArgument("MatMul: A and B must have the same element type");
+    }
+    const auto as = a.shape(), bs = b.shape();
+    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, MatMulShape<int64_t>(as, bs));
+    const int64_t m = as.size() >= 2 ? as[as.size() - 2] : 1;
+    const int64_t k = as.back();
+    const int64_t n = bs.size() >= 2 ? bs.back() : 1;
+    const std::span<const int64_t> batch_a =
+        as.size() > 2 ? as.first(as.size() - 2) : std::span<const int64_t>();
+    const std::span<const int64_t> batch_b =
+        bs.size() > 2 ? bs.first(bs.size() - 2) : std::span<const int64_t>();
+    const std::vector<int64_t> batch = BroadcastDims<int64_t>(batch_a, batch_b).value();
+    float* y = nullptr;
+    IDEM_ASSIGN_OR_RETURN(out[0], AllocateTensorAs(ctx, ElementType::kFloat, shape, &y));
+    if (m * n == 0) return {};
+    const float* pa = a.data_as<float>().data();
+    const float* pb = b.data_as<float>().data();
+    fast::Epilogue ep;
+    ep.activation = activation_;
+    ForEachBroadcast(batch_a, batch_b, batch, [&](int64_t i, int64_t ia, int64_t ib) {
+      if (packed_ != nullptr) {
+        fast::GemmPacked(pa + ia * m * k, k, (*packed_)[static_cast<size_t>(ib)], y + i * m * n, n,
+                         m, 0.0f, ep, threads_);
+      } else {
+        fast::GemmUnpacked(pa + ia * m * k, k, pb + ib * k * n, n, y + i * m * n, n, m, n, k, 0.0f,
+                           ep, threads_);
+      }
+    });
+    return {};
+  }
+
+ private:
+  std::shared_ptr<const std::vector<fast::PackedB>> packed_;  // each matrix of a constant B
+  fast::Activation activation_;
+  const fast::TaskRunner* threads_;
+};
+
+// Whether packing `count` matrices of k x n fits the session's tensor limit.
+bool PackFits(int64_t k, int64_t n, int64_t count, const Limits& limits) {
+  int64_t bytes = fast::PackedBBytes(k, n);
+  return bytes >= 0 && !__builtin_mul_overflow(bytes, count, &bytes) &&
+         static_cast<uint64_t>(bytes) <= limits.max_tensor_bytes;
+}
+
+Result<std::unique_ptr<Kernel>> CreateFastGemm(const GemmAttrs& g, const Facts& facts,
+                                               fast::Activation activation) {
+  std::shared_ptr<const fast::PackedB> packed;
+  const Value* bv = facts.constant(1);
+  if (bv != nullptr && bv->is_tensor() && bv->tensor().element_type() == ElementType::kFloat &&
+      bv->tensor().shape().size() == 2) {
+    const Tensor& b = bv->tensor();
+    const int64_t k = g.trans_b ? b.shape()[1] : b.shape()[0];
+    const int64_t n = g.trans_b ? b.shape()[0] : b.shape()[1];
+    if (PackFits(k, n, 1, facts.context().limits)) {
+      packed = std::make_shared<const fast::PackedB>(
+          fast::PackB(b.data_as<float>().data(), b.shape()[1], k, n, g.trans_b, g.alpha));
+    }
+  }
+  return std::unique_ptr<Kernel>(
+      std::make_unique<FastGemmKernel>(g, std::move(packed), activation, facts.context().threads));
+}
+
+Result<std::unique_ptr<Kernel>> CreateFastMatMul(const Facts& facts, fast::Activation activation) {
+  std::shared_ptr<const std::vector<fast::PackedB>> packed;
+  const Value* bv = facts.constant(1);
+  if (bv != nullptr && bv->is_tensor() && bv->tensor().element_type() == ElementType::kFloat &&
+      !bv->tensor().shape().empty()) {
+    const Tensor& b = bv->tensor();
+    const auto bs = b.shape();
+    const int64_t k = bs.size() >= 2 ? bs[bs.size() - 2] : bs[0];
+    const int64_t n = bs.size() >= 2 ? bs.back() : 1;
+    const int64_t count = k * n == 0 ? 0 : b.element_count() / (k * n);
+    if (k * n > 0 && PackFits(k, n, count, facts.context().limits)) {
+      auto all = std::make_shared<std::vector<fast::PackedB>>();
+      all->reserve(static_cast<size_t>(count));
+      const float* pb = b.data_as<float>().data();
+      for (int64_t i = 0; i < count; ++i) all->push_back(fast::PackB(pb + i * k * n, k, n, false));
+      packed = std::move(all);
+    }
+  }
+  return std::unique_ptr<Kernel>(
+      std::make_unique<FastMatMulKernel>(std::move(packed), activation, facts.context().threads));
 }
 
 // ---- Registration -----------------------------------------------------------------------------

@@ -25,6 +25,9 @@
 #include <memory>
 
 #include "src/kernels/dispatch.h"
+#include "src/kernels/fast/packed_gemm.h"
+#include "src/kernels/fast/thread_pool.h"
+#include "src/kernels/fast/vector_math.h"
 #include "src/kernels/op.h"
 
 namespace idem {
@@ -524,7 +527,201 @@ class LstmKernel final : public Kernel {
   std::shared_ptr<const LstmWeights<S>> packed_;  // null unless W, R (B, P) are constants
 };
 
+// ---- Fast float LSTM (SessionOptions::reference_kernels off) ------------------------------------
+//
+// The default cell (f = Sigmoid, g = h = Tanh, no clip, no peepholes, input_forget 0) on float
+// runs on the fast kernels: per step and batch row, the four gates as one product
+//   gates (1 x 4H) = [X_t, H_{t-1}] (1 x (I + H)) * [W; R]^T, + (Wb + Rb)
+// with [W; R]^T packed once at Create (fast::PackBParts; per run when the weights are fed), each
+// gate one chain of fused multiply-adds (fast/packed_gemm.h), then Sigmoid over i, o, f and Tanh
+// over c through SLEEF (fast/vector_math.h), C = f * C + i * c and H = o * Tanh(C) in float, one
+// rounding per operation. The same bits on every run, SIMD target and thread count; within the
+// tests' tolerance of the reference kernel (double state). Other cells run the reference kernel.
+
+struct FastLstmWeights {
+  int64_t hidden = 0, input = 0;
+  std::vector<fast::PackedB> packed;  // [W_d; R_d]^T per direction: (I + H) x 4H
+  std::vector<float> bias;            // Wb + Rb per direction (4H each), zeros without B
+};
+
+std::shared_ptr<const FastLstmWeights> PackFastLstm(int64_t dirs, const Tensor& w, const Tensor& r,
+                                                    const Tensor* b) {
+  auto out = std::make_shared<FastLstmWeights>();
+  out->hidden = r.shape()[2];
+  out->input = w.shape()[2];
+  const int64_t h = out->hidden, in = out->input, h4 = 4 * h;
+  const float* pw = w.data_as<float>().data();
+  const float* pr = r.data_as<float>().data();
+  for (int64_t d = 0; d < dirs; ++d) {
+    const fast::BPart parts[] = {{pw + d * h4 * in, in, in}, {pr + d * h4 * h, h, h}};
+    out->packed.push_back(fast::PackBParts(parts, h4, /*transposed=*/true));
+  }
+  out->bias.assign(static_cast<size_t>(dirs * h4), 0.0f);
+  if (b != nullptr) {
+    const float* pb = b->data_as<float>().data();
+    for (int64_t d = 0; d < dirs; ++d) {
+      for (int64_t q = 0; q < h4; ++q) {
+        out->bias[static_cast<size_t>(d * h4 + q)] = pb[d * 2 * h4 + q] + pb[d * 2 * h4 + h4 + q];
+      }
+    }
+  }
+  return out;
+}
+
+// Whether the fast cell computes what these attributes ask.
+bool FastLstmCell(const LstmAttrs& a) {
+  if (a.clip || a.input_forget) return false;
+  for (size_t i = 0; i < a.activations.size(); ++i) {
+    const ActKind want = i % 3 == 0 ? ActKind::kSigmoid : ActKind::kTanh;
+    if (a.activations[i].kind != want) return false;
+  }
+  return true;
+}
+
+class FastLstmKernel final : public Kernel {
+ public:
+  FastLstmKernel(LstmAttrs attrs, std::shared_ptr<const FastLstmWeights> packed,
+                 const fast::TaskRunner* threads)
+      : a_(attrs),
+        packed_(std::move(packed)),
+        threads_(threads),
+        reference_(std::move(attrs), nullptr) {}
+
+  Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
+                 std::span<Value> outputs) const override {
+    auto tensor = [&](size_t i) -> const Tensor* {
+      return i < inputs.size() && inputs[i] != nullptr ? &inputs[i]->tensor() : nullptr;
+    };
+    // Peepholes (P) and other element types: the reference kernel.
+    if (tensor(kP) != nullptr || tensor(kX)->element_type() != ElementType::kFloat) {
+      return reference_.RunWith(ctx, inputs, outputs);
+    }
+    LstmDims<int64_t> in;
+    for (size_t i = 0; i < kInputCount; ++i) {
+      if (const Tensor* t = tensor(i)) in[i] = t->shape();
+    }
+    IDEM_ASSIGN_OR_RETURN(auto shapes, LstmShape<int64_t>(a_, in));
+    const Tensor& x = *tensor(kX);
+    const int64_t seq = x.shape()[a_.batch_major ? 1 : 0];
+    const int64_t batch = x.shape()[a_.batch_major ? 0 : 1];
+    const int64_t dirs = a_.directions;
+    std::vector<int64_t> lengths(static_cast<size_t>(batch), seq);
+    if (const Tensor* sl = tensor(kSeqLens)) {
+      const auto v = sl->data_as<int32_t>();
+      for (int64_t b = 0; b < batch; ++b) {
+        if (v[b] < 0 || v[b] > seq) {
+          return InvalidArgument(fmt::format(
+              "LSTM: sequence_lens[{}] is {}; it must be in [0, seq_length = {}]", b, v[b], seq));
+        }
+        lengths[static_cast<size_t>(b)] = v[b];
+      }
+    }
+    std::shared_ptr<const FastLstmWeights> packed = packed_;
+    if (!packed) {
+      const Tensor& w = *tensor(kW);
+      const Tensor& r = *tensor(kR);
+      const int64_t bytes = fast::PackedBBytes(w.shape()[2] + r.shape()[2], 4 * r.shape()[2]);
+      if (bytes < 0) return InvalidArgument("LSTM: the packed weights overflow int64");
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(bytes) * dirs));
+      packed = PackFastLstm(dirs, w, r, tensor(kB));
+    }
+    const FastLstmWeights& wt = *packed;
+    const int64_t hidden = wt.hidden, input = wt.input, h4 = 4 * hidden;
+    std::array<float*, 3> out = {nullptr, nullptr, nullptr};
+    for (size_t o = 0; o < 3 && o < outputs.size(); ++o) {
+      if (!a_.want[o]) continue;
+      IDEM_ASSIGN_OR_RETURN(outputs[o],
+                            AllocateTensorAs(ctx, ElementType::kFloat, shapes[o], &out[o]));
+      std::fill(out[o], out[o] + outputs[o].tensor().element_count(), 0.0f);
+    }
+    // Scratch: [x, h] (I + H), the gates (4H), c and tanh(c) (2H).
+    const int64_t floats = input + hidden + h4 + 2 * hidden;
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
+    float* xh = fast::ThreadScratch(1, static_cast<size_t>(floats));
+    float* h = xh + input;
+    float* gates = h + hidden;
+    float* c = gates + h4;
+    float* tc = c + hidden;
+    const float* px = x.data_as<float>().data();
+    const float* h0 =
+        tensor(kInitialH) != nullptr ? tensor(kInitialH)->data_as<float>().data() : nullptr;
+    const float* c0 =
+        tensor(kInitialC) != nullptr ? tensor(kInitialC)->data_as<float>().data() : nullptr;
+    auto state_index = [&](int64_t d, int64_t b) {
+      return (a_.batch_major ? (b * dirs + d) : (d * batch + b)) * hidden;
+    };
+    auto y_index = [&](int64_t t, int64_t d, int64_t b) {
+      return (a_.batch_major ? ((b * seq + t) * dirs + d) : ((t * dirs + d) * batch + b)) * hidden;
+    };
+    auto x_index = [&](int64_t t, int64_t b) {
+      return (a_.batch_major ? (b * seq + t) : (t * batch + b)) * input;
+    };
+    for (int64_t d = 0; d < dirs; ++d) {
+      const bool reverse = a_.reverse || d == 1;
+      const fast::PackedB& pw = wt.packed[static_cast<size_t>(d)];
+      fast::Epilogue ep;
+      ep.bias = wt.bias.data() + d * h4;
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t len = lengths[static_cast<size_t>(b)];
+        if (len == 0) continue;  // Y, Y_h and Y_c stay 0 for this row
+        const int64_t s = state_index(d, b);
+        for (int64_t j = 0; j < hidden; ++j) {
+          h[j] = h0 != nullptr ? h0[s + j] : 0.0f;
+          c[j] = c0 != nullptr ? c0[s + j] : 0.0f;
+        }
+        for (int64_t step = 0; step < len; ++step) {
+          const int64_t t = reverse ? len - 1 - step : step;
+          std::copy(px + x_index(t, b), px + x_index(t, b) + input, xh);
+          fast::GemmPacked(xh, input + hidden, pw, gates, h4, 1, 0.0f, ep, threads_);
+          // Gate order i, o, f, c: Sigmoid over the first three, Tanh over the last.
+          fast::Sigmoid(std::span<const float>(gates, 3 * hidden),
+                        std::span<float>(gates, 3 * hidden));
+          fast::Tanh(std::span<const float>(gates + 3 * hidden, hidden),
+                     std::span<float>(gates + 3 * hidden, hidden));
+          for (int64_t j = 0; j < hidden; ++j) {
+            const float fc = gates[2 * hidden + j] * c[j];
+            const float ic = gates[j] * gates[3 * hidden + j];
+            c[j] = fc + ic;
+          }
+          fast::Tanh(std::span<const float>(c, hidden), std::span<float>(tc, hidden));
+          for (int64_t j = 0; j < hidden; ++j) h[j] = gates[hidden + j] * tc[j];
+          if (out[0] != nullptr) std::copy(h, h + hidden, out[0] + y_index(t, d, b));
+        }
+        if (out[1] != nullptr) std::copy(h, h + hidden, out[1] + s);
+        if (out[2] != nullptr) std::copy(c, c + hidden, out[2] + s);
+      }
+    }
+    return Status();
+  }
+
+ private:
+  LstmAttrs a_;
+  std::shared_ptr<const FastLstmWeights> packed_;  // null unless W, R (and B) are constants
+  const fast::TaskRunner* threads_;
+  LstmKernel<float> reference_;  // peepholes
+};
+
 Result<std::unique_ptr<Kernel>> CreateLstm(const LstmAttrs& a, const Facts& facts) {
+  if (!facts.context().reference_kernels && facts.element_type(kX) == ElementType::kFloat &&
+      FastLstmCell(a) && !facts.has(kP)) {
+    std::shared_ptr<const FastLstmWeights> packed;
+    auto known = [&](size_t i) {
+      return !facts.has(i) || (facts.constant(i) != nullptr && facts.constant(i)->is_tensor() &&
+                               facts.constant(i)->tensor().element_type() == ElementType::kFloat);
+    };
+    if (known(kW) && known(kR) && known(kB)) {
+      LstmDims<int64_t> in;
+      for (size_t i : {kW, kR, kB}) {
+        if (facts.has(i)) in[i] = facts.constant(i)->tensor().shape();
+      }
+      IDEM_RETURN_IF_ERROR(LstmShape<int64_t>(a, in).status());
+      packed =
+          PackFastLstm(a.directions, facts.constant(kW)->tensor(), facts.constant(kR)->tensor(),
+                       facts.has(kB) ? &facts.constant(kB)->tensor() : nullptr);
+    }
+    return std::unique_ptr<Kernel>(
+        std::make_unique<FastLstmKernel>(a, std::move(packed), facts.context().threads));
+  }
   std::unique_ptr<Kernel> kernel;
   IDEM_RETURN_IF_ERROR(DispatchFloat(facts.element_type(kX), "LSTM", [&](auto tag) -> Status {
     using T = decltype(tag);

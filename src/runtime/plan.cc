@@ -891,6 +891,8 @@ Status GraphPlanner::PlanNode(size_t n) {
   }
   NodeContext context{node,       schema.since_version, input_types, options_.limits,
                       &subgraphs, constant_inputs};
+  context.reference_kernels = options_.reference_kernels;
+  context.threads = program_.threads;
   auto prepared = schema.prepare(context);
   if (!prepared.ok()) return std::move(prepared).take_status().WithContext(label);
   std::vector<Type>* inferred = &prepared->inference.types;
@@ -951,8 +953,9 @@ Status GraphPlanner::PlanNode(size_t n) {
 }  // namespace
 
 Result<Program> BuildProgram(const GraphDef& graph, const KernelRegistry& registry,
-                             const SessionOptions& options) {
+                             const SessionOptions& options, const fast::TaskRunner* threads) {
   Program program;
+  program.threads = threads;
   GraphPlanner planner(graph, registry, options, program, nullptr, 0);
   IDEM_RETURN_IF_ERROR(planner.Build(program.main, {}));
   return program;

@@ -72,10 +72,14 @@ struct Program {
   // Bytes of the values constant folding computed (over all graphs), bounded by
   // kMaxFoldedTotalBytes in plan.cc so many small folds cannot add up.
   uint64_t folded_bytes = 0;
+  // The session's intra-op threads the kernels are created with (NodeContext::threads), or null.
+  const fast::TaskRunner* threads = nullptr;
 };
 
+// `threads`: the session's intra-op threads (it must outlive the program's kernels), or null.
 Result<Program> BuildProgram(const GraphDef& graph, const KernelRegistry& registry,
-                             const SessionOptions& options);
+                             const SessionOptions& options,
+                             const fast::TaskRunner* threads = nullptr);
 
 // Checks a fed value against a declared type: kind, element types and fixed dims.
 Status CheckValueMatchesType(const Value& value, const Type& declared);

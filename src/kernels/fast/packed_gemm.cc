@@ -1,0 +1,518 @@
+// Packed GEMM/GEMV: register-tiled microkernels compiled for each SIMD target (Highway's
+// foreach_target re-includes this file once per target) and picked at run time. See the header
+// for the numerics contract; the per-target code below keeps it by vectorizing only across
+// columns and running each output's k-loop as one chain of fused multiply-adds.
+
+#include "src/kernels/fast/packed_gemm.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#ifndef IDEM_SRC_KERNELS_FAST_PACKED_GEMM_ONCE_
+#define IDEM_SRC_KERNELS_FAST_PACKED_GEMM_ONCE_
+namespace idem::fast::gemm_internal {
+
+// One product, as every target's code sees it. B's element (p, j) is at
+//   b + (j / 16) * b_panel_stride + p * b_row_stride + j % 16
+// which covers both layouts: packed (row stride 16, panel stride 16 k) and unpacked (row stride
+// ldb, panel stride 16, i.e. b + p * ldb + j).
+struct Problem {
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t b_row_stride;
+  int64_t b_panel_stride;
+  bool b_padded;  // columns up to the next multiple of 16 exist (zeros): full vectors may load
+  float* c;
+  int64_t ldc;
+  int64_t m;
+  int64_t n;
+  int64_t k;
+  float beta;
+  Epilogue epilogue;
+  const TaskRunner* runner;
+};
+
+// Below this many multiply-adds (about 20-40 us of work at 100-200 GFLOP/s) a product runs on
+// the calling thread only: waking a sleeping worker costs microseconds, more than Silero's
+// whole products (1-5 us).
+inline constexpr int64_t kMinParallelFmas = int64_t{1} << 21;
+
+}  // namespace idem::fast::gemm_internal
+#endif  // IDEM_SRC_KERNELS_FAST_PACKED_GEMM_ONCE_
+
+// clang-format off
+#include "src/kernels/fast/hwy_config.h"
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/kernels/fast/packed_gemm.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "src/kernels/fast/sleef_hwy-inl.h"
+// clang-format on
+
+HWY_BEFORE_NAMESPACE();
+namespace idem::fast {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using gemm_internal::Problem;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr int kW = static_cast<int>(HWY_LANES(float));
+static_assert(kPanelWidth % kW == 0, "a vector never straddles two panels");
+
+// Register tiles: kMR rows x kNV vectors of accumulators for m > 1, and 1 x kGemvNV for m == 1
+// (enough independent chains to hide the FMA latency).
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+constexpr int kMR = 8;  // 24 of the 32 zmm registers
+constexpr int kNV = 3;
+constexpr int kGemvNV = 8;
+#elif HWY_TARGET == HWY_AVX2
+constexpr int kMR = 6;  // 12 of the 16 ymm registers
+constexpr int kNV = 2;
+constexpr int kGemvNV = 8;
+#else
+constexpr int kMR = 4;
+constexpr int kNV = 2;
+constexpr int kGemvNV = 4;
+#endif
+
+#undef IDEM_FAST_MASKED_MEMORY
+#if HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define IDEM_FAST_MASKED_MEMORY 1  // float masked loads/stores never touch masked-off lanes
+#else
+#define IDEM_FAST_MASKED_MEMORY 0
+#endif
+
+// The tile loops have compile-time trip counts and must be unrolled for the accumulators to live
+// in registers (GCC does not unroll them by itself at -O2).
+#ifndef IDEM_UNROLL
+#define IDEM_UNROLL _Pragma("GCC unroll 32")
+#endif
+
+// fma(a, b, c) per lane with one rounding on every target: the instruction where the target has
+// it, std::fma (exact: the same bits) lane by lane where it does not.
+HWY_INLINE VF Fma(VF a, VF b, VF c) {
+#if HWY_NATIVE_FMA
+  return hn::MulAdd(a, b, c);
+#else
+  const DF d;
+  HWY_ALIGN float x[kW];
+  HWY_ALIGN float y[kW];
+  HWY_ALIGN float z[kW];
+  hn::Store(a, d, x);
+  hn::Store(b, d, y);
+  hn::Store(c, d, z);
+  for (int l = 0; l < kW; ++l) z[l] = std::fma(x[l], y[l], z[l]);
+  return hn::Load(d, z);
+#endif
+}
+
+// The first `count` (1..kW) lanes from p, zeros after; reads nothing past p + count.
+HWY_INLINE VF LoadFirst(DF d, const float* p, int count) {
+#if IDEM_FAST_MASKED_MEMORY
+  return hn::MaskedLoad(hn::FirstN(d, static_cast<size_t>(count)), d, p);
+#else
+  HWY_ALIGN float lanes[kW] = {};
+  std::memcpy(lanes, p, static_cast<size_t>(count) * sizeof(float));
+  return hn::Load(d, lanes);
+#endif
+}
+
+// Stores the first `count` (1..kW) lanes to p; writes nothing past p + count.
+HWY_INLINE void StoreFirst(VF v, DF d, float* p, int count) {
+#if IDEM_FAST_MASKED_MEMORY
+  hn::BlendedStore(v, hn::FirstN(d, static_cast<size_t>(count)), d, p);
+#else
+  HWY_ALIGN float lanes[kW];
+  hn::Store(v, d, lanes);
+  std::memcpy(p, lanes, static_cast<size_t>(count) * sizeof(float));
+#endif
+}
+
+// Lanes l < count (1..kW) of p[l * stride] (zeros after), and the store back: a column of C
+// when C is stored transposed.
+HWY_INLINE VF LoadStrided(DF d, const float* p, int64_t stride, int count) {
+  HWY_ALIGN float lanes[kW] = {};
+  for (int l = 0; l < count; ++l) lanes[l] = p[l * stride];
+  return hn::Load(d, lanes);
+}
+HWY_INLINE void StoreStrided(VF v, DF d, float* p, int64_t stride, int count) {
+  HWY_ALIGN float lanes[kW];
+  hn::Store(v, d, lanes);
+  for (int l = 0; l < count; ++l) p[l * stride] = lanes[l];
+}
+
+// Comparisons and selects only (no Min/Max, whose NaN rules differ between targets): NaN
+// propagates through every activation, and the bits are the same everywhere. Each is the plain
+// formula with one IEEE rounding per operation (HardSigmoid: alpha * x, then + beta, unfused),
+// so fusing an activation into the product gives the bits of applying it afterwards.
+HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
+  switch (act.kind) {
+    case Activation::Kind::kNone:
+      return x;
+    case Activation::Kind::kRelu:
+      return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x);
+    case Activation::Kind::kLeakyRelu:
+      return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(x, hn::Set(d, act.alpha)), x);
+    case Activation::Kind::kClip: {
+      const VF lo = hn::Set(d, act.alpha);
+      const VF hi = hn::Set(d, act.beta);
+      return hn::IfThenElse(hn::Lt(x, lo), lo, hn::IfThenElse(hn::Gt(x, hi), hi, x));
+    }
+    case Activation::Kind::kHardSigmoid: {
+      const VF y = hn::Add(hn::Mul(hn::Set(d, act.alpha), x), hn::Set(d, act.beta));
+      const VF one = hn::Set(d, 1.0f);
+      return hn::IfThenZeroElse(hn::Lt(y, hn::Zero(d)), hn::IfThenElse(hn::Gt(y, one), one, y));
+    }
+    case Activation::Kind::kSigmoid:
+      return sleef_hwy::Sigmoid(d, x);
+  }
+  return x;
+}
+
+// One register tile: rows [0, MR) of `a` (already offset to the tile's first row) times columns
+// [j0, j0 + cols) of B into c (offset to the tile's first element; with transposed_c, element
+// (i, j) of the tile is at c[j * ldc + i]). The last of the NV vectors
+// holds 1..kW valid columns: cols in ((NV - 1) kW, NV kW]. bias is offset to the tile (its first
+// row or column) or null.
+template <int MR, int NV>
+HWY_NOINLINE void RunTile(const Problem& pr, const float* HWY_RESTRICT a, int64_t j0, int64_t cols,
+                          float* HWY_RESTRICT c, const float* HWY_RESTRICT bias) {
+  const DF d;
+  const bool full = cols == int64_t{NV} * kW;
+  const int last = static_cast<int>(cols - int64_t{NV - 1} * kW);  // valid lanes, last vector
+  const int64_t lda = pr.lda;
+  const int64_t ldc = pr.ldc;
+  const int64_t row_stride = pr.b_row_stride;
+  const bool transposed_c = pr.epilogue.transposed_c;  // c[j][i] (c offset to element (0, 0))
+
+  const float* bp[NV];
+  IDEM_UNROLL
+  for (int v = 0; v < NV; ++v) {
+    const int64_t col = j0 + int64_t{v} * kW;
+    bp[v] = pr.b + (col / kPanelWidth) * pr.b_panel_stride + col % kPanelWidth;
+  }
+
+  VF acc[MR][NV];
+  if (pr.beta == 0.0f) {
+    IDEM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      IDEM_UNROLL
+      for (int v = 0; v < NV; ++v) acc[i][v] = hn::Zero(d);
+    }
+  } else {
+    const VF beta = hn::Set(d, pr.beta);
+    IDEM_UNROLL
+    for (int i = 0; i < MR; ++i) {
+      IDEM_UNROLL
+      for (int v = 0; v < NV; ++v) {
+        const bool whole = full || v < NV - 1;
+        VF old;
+        if (transposed_c) {
+          old = LoadStrided(d, c + v * kW * ldc + i, ldc, whole ? kW : last);
+        } else {
+          const float* p = c + i * ldc + v * kW;
+          old = whole ? hn::LoadU(d, p) : LoadFirst(d, p, last);
+        }
+        acc[i][v] = pr.beta == 1.0f ? old : hn::Mul(beta, old);
+      }
+    }
+  }
+
+  const int64_t k = pr.k;
+  if (full || pr.b_padded) {
+    for (int64_t p = 0; p < k; ++p) {
+      VF bv[NV];
+      IDEM_UNROLL
+      for (int v = 0; v < NV; ++v) bv[v] = hn::LoadU(d, bp[v] + p * row_stride);
+      IDEM_UNROLL
+      for (int i = 0; i < MR; ++i) {
+        const VF av = hn::Set(d, a[i * lda + p]);
+        IDEM_UNROLL
+        for (int v = 0; v < NV; ++v) acc[i][v] = Fma(av, bv[v], acc[i][v]);
+      }
+    }
+  } else {
+    for (int64_t p = 0; p < k; ++p) {
+      VF bv[NV];
+      IDEM_UNROLL
+      for (int v = 0; v < NV - 1; ++v) bv[v] = hn::LoadU(d, bp[v] + p * row_stride);
+      bv[NV - 1] = LoadFirst(d, bp[NV - 1] + p * row_stride, last);
+      IDEM_UNROLL
+      for (int i = 0; i < MR; ++i) {
+        const VF av = hn::Set(d, a[i * lda + p]);
+        IDEM_UNROLL
+        for (int v = 0; v < NV; ++v) acc[i][v] = Fma(av, bv[v], acc[i][v]);
+      }
+    }
+  }
+
+  const Epilogue& ep = pr.epilogue;
+  IDEM_UNROLL
+  for (int i = 0; i < MR; ++i) {
+    IDEM_UNROLL
+    for (int v = 0; v < NV; ++v) {
+      const bool whole = full || v < NV - 1;
+      VF x = acc[i][v];
+      if (bias != nullptr) {
+        const VF bb = ep.bias_per_row ? hn::Set(d, bias[i])
+                      : whole         ? hn::LoadU(d, bias + v * kW)
+                                      : LoadFirst(d, bias + v * kW, last);
+        x = hn::Add(x, bb);
+      }
+      x = Activate(d, x, ep.activation);
+      if (transposed_c) {
+        StoreStrided(x, d, c + v * kW * ldc + i, ldc, whole ? kW : last);
+      } else if (whole) {
+        hn::StoreU(x, d, c + i * ldc + v * kW);
+      } else {
+        StoreFirst(x, d, c + i * ldc + v * kW, last);
+      }
+    }
+  }
+}
+
+using TileFn = void (*)(const Problem&, const float*, int64_t, int64_t, float*, const float*);
+
+template <int MR, int... NV>
+constexpr std::array<TileFn, sizeof...(NV)> TileRow(std::integer_sequence<int, NV...>) {
+  return {&RunTile<MR, NV + 1>...};
+}
+template <int... MR>
+constexpr std::array<std::array<TileFn, kNV>, sizeof...(MR)> TileTable(
+    std::integer_sequence<int, MR...>) {
+  return {TileRow<MR + 1>(std::make_integer_sequence<int, kNV>())...};
+}
+// kTiles[rows - 1][vectors - 1]; kGemvTiles[vectors - 1] for m == 1.
+constexpr auto kTiles = TileTable(std::make_integer_sequence<int, kMR>());
+constexpr auto kGemvTiles = TileRow<1>(std::make_integer_sequence<int, kGemvNV>());
+
+// The tile grid of a product and the order it is walked in: the operand that is larger
+// (A: m x k, B: k x n) is walked once, in the outer loop; the other stays in cache.
+struct Grid {
+  int64_t tile_rows;
+  int64_t tile_cols;
+  int64_t row_blocks;
+  int64_t col_blocks;
+  bool rows_outer;
+  int64_t outer() const { return rows_outer ? row_blocks : col_blocks; }
+  int64_t inner() const { return rows_outer ? col_blocks : row_blocks; }
+};
+
+Grid MakeGrid(const Problem& pr) {
+  Grid g;
+  g.tile_rows = pr.m == 1 ? 1 : kMR;
+  g.tile_cols = int64_t{pr.m == 1 ? kGemvNV : kNV} * kW;
+  g.row_blocks = (pr.m + g.tile_rows - 1) / g.tile_rows;
+  g.col_blocks = (pr.n + g.tile_cols - 1) / g.tile_cols;
+  g.rows_outer = pr.m > pr.n;
+  return g;
+}
+
+void RunBlocks(const Problem& pr, const Grid& g, int64_t outer_begin, int64_t outer_end) {
+  const float* bias = pr.epilogue.bias;
+  const bool bias_per_row = pr.epilogue.bias_per_row;
+  const int64_t inner = g.inner();
+  for (int64_t o = outer_begin; o < outer_end; ++o) {
+    for (int64_t q = 0; q < inner; ++q) {
+      const int64_t rb = g.rows_outer ? o : q;
+      const int64_t cb = g.rows_outer ? q : o;
+      const int64_t i0 = rb * g.tile_rows;
+      const int64_t j0 = cb * g.tile_cols;
+      const int64_t rows = std::min(g.tile_rows, pr.m - i0);
+      const int64_t cols = std::min(g.tile_cols, pr.n - j0);
+      const int64_t vectors = (cols + kW - 1) / kW;
+      const TileFn fn = pr.m == 1 ? kGemvTiles[vectors - 1] : kTiles[rows - 1][vectors - 1];
+      const float* tile_bias = bias == nullptr ? nullptr : (bias_per_row ? bias + i0 : bias + j0);
+      float* tile_c = pr.epilogue.transposed_c ? pr.c + j0 * pr.ldc + i0 : pr.c + i0 * pr.ldc + j0;
+      fn(pr, pr.a + i0 * pr.lda, j0, cols, tile_c, tile_bias);
+    }
+  }
+}
+
+}  // namespace
+
+void GemmTarget(const Problem& pr) {
+  const Grid g = MakeGrid(pr);
+  const int64_t outer = g.outer();
+  int64_t tasks = 1;
+  int64_t fmas = 0;
+  const bool large = __builtin_mul_overflow(pr.m * pr.n, std::max<int64_t>(pr.k, 1), &fmas) ||
+                     fmas >= gemm_internal::kMinParallelFmas;
+  if (pr.runner != nullptr && pr.runner->concurrency() > 1 && large) {
+    tasks = std::min<int64_t>(pr.runner->concurrency(), outer);
+  }
+  if (tasks <= 1) {
+    RunBlocks(pr, g, 0, outer);
+    return;
+  }
+  struct Context {
+    const Problem* pr;
+    const Grid* g;
+    int64_t outer;
+    int64_t tasks;
+  } context{&pr, &g, outer, tasks};
+  pr.runner->Run(
+      tasks,
+      [](void* raw, int64_t t) {
+        const Context& ctx = *static_cast<const Context*>(raw);
+        RunBlocks(*ctx.pr, *ctx.g, t * ctx.outer / ctx.tasks, (t + 1) * ctx.outer / ctx.tasks);
+      },
+      &context);
+}
+
+void DepthwiseTarget(const DepthwiseProblem& pr) {
+  const DF d;
+  constexpr int kU = 4;  // vectors of outputs per step (independent FMA chains)
+  const int64_t taps = pr.kh * pr.kw;
+  const int64_t ow = pr.ow;
+  for (int64_t oy = 0; oy < pr.oh; ++oy) {
+    float* HWY_RESTRICT yrow = pr.y + oy * ow;
+    for (int64_t ox0 = 0; ox0 < ow; ox0 += int64_t{kU} * kW) {
+      const int64_t cols = std::min<int64_t>(int64_t{kU} * kW, ow - ox0);
+      const int vectors = static_cast<int>((cols + kW - 1) / kW);
+      const int last = static_cast<int>(cols - int64_t{vectors - 1} * kW);
+      VF acc[kU];
+      IDEM_UNROLL
+      for (int u = 0; u < kU; ++u) acc[u] = hn::Zero(d);
+      for (int64_t t = 0; t < taps; ++t) {
+        const int64_t ky = t / pr.kw, kx = t % pr.kw;
+        const int64_t shift = kx * pr.dw;
+        const float* HWY_RESTRICT src = pr.planes + (shift % pr.sw) * pr.phase_stride +
+                                        (oy * pr.sh + ky * pr.dh) * pr.ld + shift / pr.sw + ox0;
+        const VF wv = hn::Set(d, pr.w[t]);
+        if (vectors == kU && last == kW) {
+          IDEM_UNROLL
+          for (int u = 0; u < kU; ++u) acc[u] = Fma(wv, hn::LoadU(d, src + u * kW), acc[u]);
+        } else {
+          for (int u = 0; u < vectors; ++u) {
+            const VF xv =
+                u < vectors - 1 ? hn::LoadU(d, src + u * kW) : LoadFirst(d, src + u * kW, last);
+            acc[u] = Fma(wv, xv, acc[u]);
+          }
+        }
+      }
+      for (int u = 0; u < vectors; ++u) {
+        VF x = acc[u];
+        if (pr.bias != nullptr) x = hn::Add(x, hn::Set(d, *pr.bias));
+        x = Activate(d, x, pr.activation);
+        if (u < vectors - 1 || last == kW) {
+          hn::StoreU(x, d, yrow + ox0 + u * kW);
+        } else {
+          StoreFirst(x, d, yrow + ox0 + u * kW, last);
+        }
+      }
+    }
+  }
+}
+
+void ActivateTarget(const Activation& act, float* x, int64_t n) {
+  const DF d;
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) hn::StoreU(Activate(d, hn::LoadU(d, x + i), act), d, x + i);
+  if (i < n) {
+    const int rest = static_cast<int>(n - i);
+    StoreFirst(Activate(d, LoadFirst(d, x + i, rest), act), d, x + i, rest);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace idem::fast
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace idem::fast {
+
+HWY_EXPORT(GemmTarget);
+HWY_EXPORT(DepthwiseTarget);
+HWY_EXPORT(ActivateTarget);
+
+void Activate(const Activation& activation, std::span<float> x) {
+  if (activation.kind == Activation::Kind::kNone || x.empty()) return;
+  HWY_DYNAMIC_DISPATCH(ActivateTarget)(activation, x.data(), static_cast<int64_t>(x.size()));
+}
+
+void DepthwiseConv2D(const DepthwiseProblem& problem) {
+  if (problem.oh <= 0 || problem.ow <= 0) return;
+  HWY_DYNAMIC_DISPATCH(DepthwiseTarget)(problem);
+}
+
+void PackedB::AlignedDelete::operator()(float* p) const {
+  ::operator delete[](p, std::align_val_t{64});
+}
+
+int64_t PackedBBytes(int64_t k, int64_t n) {
+  if (k < 0 || n < 0) return -1;
+  const int64_t padded = (n / kPanelWidth + (n % kPanelWidth != 0)) * kPanelWidth;
+  int64_t floats = 0;
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(padded, k, &floats) ||
+      __builtin_mul_overflow(floats, int64_t{sizeof(float)}, &bytes)) {
+    return -1;
+  }
+  return bytes;
+}
+
+PackedB PackBParts(std::span<const BPart> parts, int64_t n, bool transposed, float scale) {
+  PackedB packed;
+  int64_t k = 0;
+  for (const BPart& part : parts) k += part.k;
+  if (k < 0 || n <= 0) return packed;  // no columns (or bad sizes): an empty PackedB
+  packed.k_ = k;
+  packed.n_ = n;
+  const size_t floats = static_cast<size_t>(packed.panels() * k * kPanelWidth);
+  if (floats == 0) return packed;
+  packed.data_.reset(
+      static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t{64})));
+  float* out = packed.data_.get();
+  std::memset(out, 0, floats * sizeof(float));
+  const int64_t panel_stride = k * kPanelWidth;
+  int64_t row0 = 0;
+  for (const BPart& part : parts) {
+    for (int64_t j = 0; j < n; ++j) {
+      float* column = out + (j / kPanelWidth) * panel_stride + j % kPanelWidth;
+      for (int64_t p = 0; p < part.k; ++p) {
+        const float value = transposed ? part.b[j * part.ld + p] : part.b[p * part.ld + j];
+        column[(row0 + p) * kPanelWidth] = scale == 1.0f ? value : value * scale;
+      }
+    }
+    row0 += part.k;
+  }
+  return packed;
+}
+
+PackedB PackB(const float* b, int64_t ldb, int64_t k, int64_t n, bool transposed, float scale) {
+  const BPart part{b, ldb, k};
+  return PackBParts(std::span<const BPart>(&part, 1), n, transposed, scale);
+}
+
+PackedB PackB(const float* b, int64_t k, int64_t n, bool transposed, float scale) {
+  return PackB(b, transposed ? k : n, k, n, transposed, scale);
+}
+
+void GemmPacked(const float* a, int64_t lda, const PackedB& b, float* c, int64_t ldc, int64_t m,
+                float beta, const Epilogue& epilogue, const TaskRunner* runner) {
+  if (m <= 0 || b.n() <= 0) return;
+  const gemm_internal::Problem pr{a,     lda,  b.data(), kPanelWidth, b.k() * kPanelWidth,
+                                  true,  c,    ldc,      m,           b.n(),
+                                  b.k(), beta, epilogue, runner};
+  HWY_DYNAMIC_DISPATCH(GemmTarget)(pr);
+}
+
+void GemmUnpacked(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                  int64_t m, int64_t n, int64_t k, float beta, const Epilogue& epilogue,
+                  const TaskRunner* runner) {
+  if (m <= 0 || n <= 0) return;
+  const gemm_internal::Problem pr{a,   lda, b, ldb, kPanelWidth, false,    c,
+                                  ldc, m,   n, k,   beta,        epilogue, runner};
+  HWY_DYNAMIC_DISPATCH(GemmTarget)(pr);
+}
+
+}  // namespace idem::fast
+#endif  // HWY_ONCE
