@@ -3,19 +3,22 @@
 
 usage: build_corpus.py OUT_DIR
 
-Writes OUT_DIR/{model,value,backend_case}/ (one file per seed of at most 64 KiB, named by
+Writes OUT_DIR/{model,graph,value,backend_case}/ (one file per seed of at most 64 KiB, named by
 SHA-1) from tests/data, the cases tests/gen/gen_cases.py and gen_bad_cases.py generate (into
 OUT_DIR/gen), Debian's libonnx-testdata node and simple cases when installed, and the
 regression inputs in tests/regressions. OUT_DIR is meant to live outside git (fuzz/corpus-work/ is ignored).
 
 Seed formats (see fuzz/harness.h):
-  model         a model.onnx file as is
+  model         a model.onnx file as is, or a recipe (below) after the 4 bytes 00 'I' 'G' 'R'
+  graph         a recipe for fuzz/graph_recipe.cc: byte 0 picks the opset, byte 1 the node
+                count, then per node one byte picks the operator and the following bytes its
+                inputs, shapes and attributes (seeded here for every operator at every opset)
   value         1 selector byte ((element type code << 3) | kind) + a .pb value file;
                 kind 0 tensor, 1 seq(tensor), 2 optional(tensor), 3 optional(seq(tensor)),
                 4 seq(seq), 5 optional(optional), 6 seq(optional)
   backend_case  u32 LE model length, u32 LE input length, model, input_0.pb, output_0.pb
 """
-import hashlib, os, shutil, stat, struct, subprocess, sys
+import hashlib, os, random, shutil, stat, struct, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -76,7 +79,7 @@ def main(argv):
         sys.exit(__doc__)
     out = os.path.abspath(argv[1])
     gen = os.path.join(out, 'gen')
-    for sub in ('model', 'value', 'backend_case'):
+    for sub in ('model', 'graph', 'value', 'backend_case'):
         shutil.rmtree(os.path.join(out, sub), ignore_errors=True)
         os.makedirs(os.path.join(out, sub))
     shutil.rmtree(gen, ignore_errors=True)
@@ -90,7 +93,23 @@ def main(argv):
     # Debian's libonnx-testdata (scripts/setup.sh installs it): hundreds of official node cases.
     tops += [d for d in ('/usr/share/libonnx-testdata/data/node',
                          '/usr/share/libonnx-testdata/data/simple') if os.path.isdir(d)]
-    counts = {'model': 0, 'value': 0, 'backend_case': 0}
+    counts = {'model': 0, 'graph': 0, 'value': 0, 'backend_case': 0}
+    # Recipes: one node of each operator (the builder's 44 choices) at each of its 16 opsets,
+    # with deterministic pseudo-random bytes below 0xE0 (valid-range choices), and chains of up
+    # to 6 nodes. The model corpus gets the single-node recipes of 6 opsets, prefixed.
+    rng = random.Random(17)
+    for opset in range(16):
+        for op in range(44):
+            body = bytes([opset, 0, op]) + bytes(rng.randrange(0xE0) for _ in range(120))
+            put(os.path.join(out, 'graph'), body)
+            counts['graph'] += 1
+            if opset < 6:
+                put(os.path.join(out, 'model'), b'\x00IGR' + body)
+                counts['model'] += 1
+    for k in range(200):
+        body = bytes([rng.randrange(16), 5]) + bytes(rng.randrange(0xE0) for _ in range(400))
+        put(os.path.join(out, 'graph'), body)
+        counts['graph'] += 1
     for top in tops:
         for case in case_folders(top):
             model_bytes = read(os.path.join(case, 'model.onnx'))

@@ -18,7 +18,16 @@ namespace idem::fuzz {
 // session with generated feeds (several variants) and checks the outputs. Also runs
 // OptimizeModelBytes on the bytes: byte identity when nothing is removed, idempotence, and the
 // same outputs as the original wherever idem runs it.
+// Inputs that start with kRecipeMagic are recipes (see FuzzGraph) instead: the rest goes to
+// FuzzGraph, so one target and one corpus cover both (a ModelProto never starts with a 0 byte).
 void FuzzModel(const uint8_t* data, size_t size);
+
+// The first bytes of a recipe input to FuzzModel.
+inline constexpr uint8_t kRecipeMagic[4] = {0x00, 'I', 'G', 'R'};
+
+// Bytes -> a recipe (fuzz/graph_recipe.h): a model over the operators of the real models with
+// fuzz-chosen attributes, shapes and constant inputs, then everything FuzzModel checks on it.
+void FuzzGraph(const uint8_t* data, size_t size);
 
 // First byte selects a declared type; the rest is a TensorProto / SequenceProto / OptionalProto.
 // A converted value must survive ValueToProtoBytes -> ValueFromProtoBytes unchanged.

@@ -5,7 +5,9 @@
 # copy it to tests/regressions/<target>-<bug> once fixed).
 #
 # usage: scripts/fuzz.sh [SECONDS_PER_TARGET (default 20)] [TARGET...]
-#   targets: fuzz_model fuzz_value fuzz_backend_case (default: all, one after another)
+#   targets: fuzz_model fuzz_value fuzz_backend_case (default: these three, one after another),
+#            fuzz_graph (recipes only: models built over the operators of the real models; the
+#            default fuzz_model run covers recipes too, through its corpus, see fuzz/harness.h)
 # env: FUZZ_BUILD_DIR (build-fuzz), FUZZ_WORK (fuzz/corpus-work), FUZZ_PARALLEL=2 to run two
 #      targets at a time, FUZZ_ARGS extra libFuzzer flags.
 set -euo pipefail

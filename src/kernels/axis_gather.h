@@ -27,7 +27,8 @@ struct Fill {
 Fill FillFromElement(const Tensor& t);
 
 // Checks an output of `type` and `shape` against max_elements, max_tensor_bytes and the run's
-// budget (strings: their count only), before anything is built; returns the element count.
+// budget (strings: their count only), and the per-axis index maps a Gather over that shape
+// builds, before anything is built; returns the element count.
 Result<uint64_t> CheckOutput(RunContext& ctx, ElementType type, std::span<const int64_t> shape);
 
 // The tensor of `out_shape` gathered from `in` through `maps` (maps[d].size() == out_shape[d];

@@ -205,7 +205,11 @@ Result<Axis> AxisGeometry(const ConvAttrs& a, size_t axis, size_t spatial, int64
     g.pad_begin = At(a.pads, axis, 0);
     g.pad_end = At(a.pads, spatial + axis, 0);
   }
-  g.out = full - g.pad_begin - g.pad_end;
+  // pads may be as large as int64 allows: the difference must not overflow.
+  if (__builtin_sub_overflow(full, g.pad_begin, &g.out) ||
+      __builtin_sub_overflow(g.out, g.pad_end, &g.out)) {
+    g.out = 0;
+  }
   if (g.out < 1) {
     return InvalidArgument(fmt::format(
         "ConvTranspose: pads {} + {} along spatial axis {} leave no output (the full output is "
@@ -340,6 +344,32 @@ Result<std::vector<D>> ConvShape(const ConvAttrs& a, std::span<const D> x, std::
   return out;
 }
 
+// The work a Conv / ConvTranspose with these dims does (checked when every dim is known): Conv
+// runs outputs x (C/group x kernel) multiply-adds (its im2col matrix), ConvTranspose X's elements
+// x (M/group x kernel) and then writes each output once. Pads and dilations cost nothing in the
+// file, so this product, not the file's size, is what bounds the node.
+template <class D>
+Status CheckConvWork(const ConvAttrs& a, std::span<const D> x, std::span<const D> w,
+                     std::span<const D> out, const Limits& limits) {
+  auto product = [](auto dims) -> std::optional<double> {
+    double p = 1;
+    for (const auto& d : dims) {
+      const auto v = KnownDim(d);
+      if (!v) return std::nullopt;
+      p *= static_cast<double>(*v);
+    }
+    return p;
+  };
+  const auto outputs = product(out), inputs = product(x), per = product(w.subspan(1));
+  if (!outputs || !inputs || !per || w.size() < 2) return {};
+  if (!a.transpose) {
+    return CheckWork(limits, *outputs * std::max(1.0, *per), a.op,
+                     "multiply-adds (outputs x C/group x kernel)");
+  }
+  return CheckWork(limits, *inputs * std::max(1.0, *per) + *outputs, a.op,
+                   "multiply-adds (X's elements x M/group x kernel, plus the outputs)");
+}
+
 Result<Inference> InferConv(const ConvAttrs& a, const Facts& facts) {
   IDEM_ASSIGN_OR_RETURN(auto dims, InferDims(facts, {0, 1}, [&] {
                           std::optional<std::span<const Dim>> b;
@@ -347,6 +377,10 @@ Result<Inference> InferConv(const ConvAttrs& a, const Facts& facts) {
                             b = std::span<const Dim>(*facts.shape(2));
                           return ConvShape<Dim>(a, *facts.shape(0), *facts.shape(1), b);
                         }));
+  if (dims) {
+    IDEM_RETURN_IF_ERROR(
+        CheckConvWork<Dim>(a, *facts.shape(0), *facts.shape(1), *dims, facts.context().limits));
+  }
   return OneOutput(TensorType(facts.element_type(0), std::move(dims)));
 }
 
@@ -411,6 +445,7 @@ class ConvKernel final : public Kernel {
     Geometry g;
     IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
                           ConvShape<int64_t>(attrs_, x.shape(), w.shape(), bs, &g.axes));
+    IDEM_RETURN_IF_ERROR(CheckConvWork<int64_t>(attrs_, x.shape(), w.shape(), shape, ctx.limits()));
     const size_t spatial = shape.size() - 2;
     g.n = shape[0];
     g.c = x.shape()[1];

@@ -877,5 +877,57 @@ TEST(ConvRegistryTest, MatchesLibonnxSchemasAndVersion22) {
   }
 }
 
+// ---- Hardening (issue 17): the per-node work bound, int64 edges
+// ----------------------------------
+
+TEST(ConvBadInputTest, WorkIsBoundedByMaxElements) {
+  Limits limits;
+  limits.max_elements = 1 << 16;
+  const Value x = FloatTensor(E::kFloat, {1, 1, 1, 1}, {1});
+  const Value w = FloatTensor(E::kFloat, {1, 1, 16, 16}, std::vector<float>(256, 1.0f));
+  // A 16 x 16 kernel padded by 16 around one pixel: 18 x 18 outputs x 256 taps = 82944 > 2^16
+  // multiply-adds, refused when planning (shapes known) and when running (shapes unknown).
+  for (bool unknown : {false, true}) {
+    KernelRunner r("Conv", 11);
+    r.IntsAttr("pads", {16, 16, 16, 16}).WithLimits(limits);
+    if (unknown) r.UnknownShapes();
+    EXPECT_STATUS(r.Run({x, w}), StatusCode::kResourceExhausted,
+                  "Conv: the node's work, 8.294e+04 multiply-adds (outputs x C/group x kernel), "
+                  "exceeds the per-node work bound max_elements = 65536");
+  }
+  // Pads of 15: 16 x 16 outputs x 256 = 2^16 exactly, allowed; each output sees the one pixel.
+  auto fine =
+      KernelRunner("Conv", 11).IntsAttr("pads", {15, 15, 15, 15}).WithLimits(limits).Run({x, w});
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+  EXPECT_EQ(Shape((*fine)[0]), (Dims{1, 1, 16, 16}));
+  for (double v : Doubles((*fine)[0])) EXPECT_EQ(v, 1.0);
+}
+
+TEST(ConvBadInputTest, ConvTransposeWorkAndPadsAtInt64Limits) {
+  Limits limits;
+  limits.max_elements = 1 << 16;
+  // 256 inputs x a 256-tap kernel + 511 outputs = 66047 > 2^16.
+  for (bool unknown : {false, true}) {
+    KernelRunner r("ConvTranspose", 11);
+    r.WithLimits(limits);
+    if (unknown) r.UnknownShapes();
+    EXPECT_STATUS(r.Run({FloatTensor(E::kFloat, {1, 1, 256}, std::vector<float>(256, 1.0f)),
+                         FloatTensor(E::kFloat, {1, 1, 256}, std::vector<float>(256, 1.0f))}),
+                  StatusCode::kResourceExhausted, "ConvTranspose: the node's work, 6.605e+04");
+  }
+  // full - pad_begin - pad_end overflowed int64 (undefined behaviour) with pads of INT64_MAX.
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  for (bool unknown : {false, true}) {
+    KernelRunner r("ConvTranspose", 11);
+    r.IntsAttr("pads", {max, max});
+    if (unknown) r.UnknownShapes();
+    EXPECT_STATUS(r.Run({FloatTensor(E::kFloat, {1, 1, 3}, {1, 2, 3}),
+                         FloatTensor(E::kFloat, {1, 1, 2}, {1, 1})}),
+                  StatusCode::kInvalidArgument,
+                  "ConvTranspose: pads 9223372036854775807 + 9223372036854775807 along spatial "
+                  "axis 0 leave no output (the full output is 4)");
+  }
+}
+
 }  // namespace
 }  // namespace idem::testing

@@ -266,10 +266,30 @@ Result<std::vector<D>> MatMulShape(std::span<const D> a, std::span<const D> b) {
   return out;
 }
 
+// The multiply-adds of a product with these output dims and inner dim k (checked when all are
+// known): outputs x K. Broadcast batch dims make it more than the inputs' sizes suggest.
+template <class D>
+Status CheckProductWork(std::span<const D> out, const D& k, const char* op, const Limits& limits) {
+  double work = 1;
+  for (const D& d : out) {
+    const auto v = KnownDim(d);
+    if (!v) return {};
+    work *= static_cast<double>(*v);
+  }
+  const auto kv = KnownDim(k);
+  if (!kv) return {};
+  return CheckWork(limits, work * std::max(1.0, static_cast<double>(*kv)), op,
+                   "multiply-adds (outputs x K)");
+}
+
 Result<Inference> InferMatMul(const MatMulAttrs&, const Facts& facts) {
   IDEM_ASSIGN_OR_RETURN(auto dims, InferDims(facts, {0, 1}, [&] {
                           return MatMulShape<Dim>(*facts.shape(0), *facts.shape(1));
                         }));
+  if (dims) {
+    IDEM_RETURN_IF_ERROR(
+        CheckProductWork<Dim>(*dims, facts.shape(0)->back(), "MatMul", facts.context().limits));
+  }
   return OneOutput(TensorType(facts.element_type(0), std::move(dims)));
 }
 
@@ -285,6 +305,7 @@ Status RunMatMul(RunContext& ctx, const Tensor& a, const Tensor& b, Value& out) 
   const std::span<const int64_t> batch_b =
       bs.size() > 2 ? bs.first(bs.size() - 2) : std::span<const int64_t>();
   const std::vector<int64_t> batch = BroadcastDims<int64_t>(batch_a, batch_b).value();
+  IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "MatMul", ctx.limits()));
   T* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(out, AllocateTensorAs(ctx, a.element_type(), shape, &y));
   if (m * n == 0) return {};
@@ -396,6 +417,11 @@ Result<Inference> InferGemm(const GemmAttrs& g, const Facts& facts) {
                             c = std::span<const Dim>(*facts.shape(2));
                           return GemmShape<Dim>(g, *facts.shape(0), *facts.shape(1), c);
                         }));
+  if (dims) {
+    const std::vector<Dim>& a = *facts.shape(0);
+    IDEM_RETURN_IF_ERROR(
+        CheckProductWork<Dim>(*dims, g.trans_a ? a[0] : a[1], "Gemm", facts.context().limits));
+  }
   return OneOutput(TensorType(facts.element_type(0), std::move(dims)));
 }
 
@@ -426,6 +452,7 @@ Status RunGemm(const GemmAttrs& g, RunContext& ctx, const Tensor& a, const Tenso
                         GemmShape<int64_t>(g, a.shape(), b.shape(), cs));
   const int64_t m = shape[0], n = shape[1];
   const int64_t k = g.trans_a ? a.shape()[0] : a.shape()[1];
+  IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "Gemm", ctx.limits()));
   T* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(out, AllocateTensorAs(ctx, a.element_type(), shape, &y));
   if (m * n == 0) return {};

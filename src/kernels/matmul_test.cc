@@ -516,5 +516,32 @@ TEST(MatMulRegistryTest, MatchesLibonnxSchemas) {
   }
 }
 
+// ---- Hardening (issue 17)
+// ------------------------------------------------------------------------
+
+TEST(MatMulTest, WorkIsBoundedByMaxElements) {
+  Limits limits;
+  limits.max_elements = 1 << 12;
+  // One output of K = 8192 multiply-adds: over a bound of 4096, however small the output.
+  const Value a = Floats({1, 8192}, Random(8192, 5));
+  const Value b = Floats({8192, 1}, Random(8192, 6));
+  for (bool unknown : {false, true}) {
+    KernelRunner m("MatMul", 13);
+    m.WithLimits(limits);
+    if (unknown) m.UnknownShapes();
+    EXPECT_STATUS(m.Run({a, b}), StatusCode::kResourceExhausted,
+                  "MatMul: the node's work, 8192 multiply-adds (outputs x K), exceeds the per-node "
+                  "work bound max_elements = 4096");
+    KernelRunner g("Gemm", 13);
+    g.WithLimits(limits);
+    if (unknown) g.UnknownShapes();
+    EXPECT_STATUS(g.Run({a, b}), StatusCode::kResourceExhausted, "Gemm: the node's work, 8192");
+  }
+  EXPECT_TRUE(KernelRunner("MatMul", 13)
+                  .WithLimits(limits)
+                  .Run({Floats({1, 4096}, Random(4096, 5)), Floats({4096, 1}, Random(4096, 6))})
+                  .ok());
+}
+
 }  // namespace
 }  // namespace idem::testing

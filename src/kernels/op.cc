@@ -401,4 +401,14 @@ Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int6
   return v;
 }
 
+Status CheckWork(const Limits& limits, double work, std::string_view op, std::string_view unit) {
+  if (!(work <= static_cast<double>(limits.max_elements))) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("{}: the node's work, {:.4g} {}, exceeds the per-node work bound "
+                              "max_elements = {} (Limits::max_elements, docs/limits.md)",
+                              op, work, unit, limits.max_elements));
+  }
+  return {};
+}
+
 }  // namespace idem

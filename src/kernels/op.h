@@ -293,6 +293,20 @@ Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int6
 // Row-major element strides of `shape` (meaningful when the tensor is not empty).
 std::vector<int64_t> RowMajorStrides(std::span<const int64_t> shape);
 
+// ---- Work bound (added for the fuzzing and hardening of issue 17) -----------------------------
+
+// The work of one node, for kernels whose work is not proportional to their inputs and outputs
+// (Conv, ConvTranspose, Gemm, MatMul, LSTM, the pools: outputs x kernel): multiply-adds, or
+// window taps, counted as a product of dims in double (no product overflows; a count far past
+// 2^53 is still far past any limit). A node may do at most Limits::max_elements steps of work,
+// the size one tensor may have (a Conv's work is the element count of its im2col matrix, a
+// MatMul's that of the [M, N, K] products it sums), so a few bytes of attributes (a 2^30 kernel
+// with pads to match) cannot buy hours of compute: kResourceExhausted naming `what` and the
+// count, before anything is allocated. Call it from the shape rule's users at plan time (every
+// dim known: the model is refused at Session::Create) and at run time. `op` names the operator,
+// `unit` what was counted ("multiply-adds (outputs x C/group x kernel)").
+Status CheckWork(const Limits& limits, double work, std::string_view op, std::string_view unit);
+
 }  // namespace idem
 
 #endif  // IDEM_SRC_KERNELS_OP_H_

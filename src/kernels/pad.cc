@@ -55,6 +55,14 @@ Result<uint64_t> CheckOutput(RunContext& ctx, ElementType type, std::span<const 
   }
   IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, count, ctx.limits()));
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
+  if (count > 0) {
+    // The per-axis maps and their copy scaled by the input strides (ForEachMapped): two int64
+    // per output position of each axis, scratch checked like the output (a bool output of n
+    // elements along one axis would otherwise take 16n bytes unchecked).
+    uint64_t positions = 0;
+    for (int64_t d : shape) positions += static_cast<uint64_t>(d);
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(positions * 2 * sizeof(int64_t)));
+  }
   return count;
 }
 

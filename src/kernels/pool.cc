@@ -60,7 +60,11 @@ Status AxisError(const PoolAttrs& a, size_t i, std::string what) {
   return InvalidArgument(fmt::format("{}: spatial axis {}: {}", a.op, i, what));
 }
 
-int64_t CeilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+// ceil(a / b) for b > 0, without forming a + b - 1 (which overflows for a span near INT64_MAX
+// and a huge stride).
+int64_t CeilDiv(int64_t a, int64_t b) {
+  return a >= 0 ? a / b + (a % b != 0 ? 1 : 0) : -((-a) / b);
+}
 
 // The output size and pads of spatial axis i for input size `in` (the spec's formulas).
 Result<PoolAxis> ResolvePoolAxis(const PoolAttrs& a, size_t i, int64_t in) {
@@ -79,12 +83,15 @@ Result<PoolAxis> ResolvePoolAxis(const PoolAttrs& a, size_t i, int64_t in) {
     case AutoPad::kSameUpper:
     case AutoPad::kSameLower: {
       axis.out = CeilDiv(in, s);
-      int64_t total = 0;
-      if (axis.out > 0 && (__builtin_mul_overflow(axis.out - 1, s, &total) ||
-                           __builtin_add_overflow(total, ek - in, &total))) {
+      // The padded extent (out - 1) * stride + kernel extent must fit int64 (the windows are
+      // measured in it; (out - 1) * stride + (extent - in) alone let in + pads overflow); the
+      // pads are what it exceeds the input by.
+      int64_t span = 0;
+      if (axis.out > 0 && (__builtin_mul_overflow(axis.out - 1, s, &span) ||
+                           __builtin_add_overflow(span, ek, &span))) {
         return AxisError(a, i, "the padding auto_pad needs overflows int64");
       }
-      total = std::max<int64_t>(total, 0);
+      const int64_t total = axis.out > 0 ? std::max<int64_t>(span - in, 0) : 0;
       const int64_t small = total / 2, large = total - total / 2;
       axis.pad_begin = a.auto_pad == AutoPad::kSameUpper ? small : large;
       axis.pad_end = total - axis.pad_begin;
@@ -223,11 +230,35 @@ Result<PoolAttrs> ParsePool(const NodeContext& ctx, PoolKind kind) {
   return a;
 }
 
+// The window taps a pool runs, bounded by CheckWork when every dim is known: each output reads at
+// most min(kernel, input) positions along each spatial axis (taps on the padding are skipped), so
+// a kernel_shape of 2^30 with pads to match costs what it reads, and is refused past the bound.
+template <class D>
+Status CheckPoolWork(const PoolAttrs& a, std::span<const D> x, std::span<const D> y,
+                     const Limits& limits) {
+  if (a.kind == PoolKind::kGlobalAverage) return {};
+  double work = 1;
+  for (const D& d : y) {
+    const auto v = KnownDim(d);
+    if (!v) return {};
+    work *= static_cast<double>(*v);
+  }
+  for (size_t i = 0; i < a.kernel.size() && i + 2 < x.size(); ++i) {
+    const auto in = KnownDim(x[i + 2]);
+    if (!in) return {};
+    work *= std::max(1.0, static_cast<double>(std::min(a.kernel[i], *in)));
+  }
+  return CheckWork(limits, work, a.op, "window taps (outputs x kernel positions inside X)");
+}
+
 Result<Inference> InferPool(const PoolAttrs& a, const Facts& facts) {
   const ElementType e = facts.element_type(0);
   IDEM_ASSIGN_OR_RETURN(auto dims, InferDims(facts, {0}, [&]() {
                           return PoolShape<Dim>(a, std::span<const Dim>(*facts.shape(0)));
                         }));
+  if (dims) {
+    IDEM_RETURN_IF_ERROR(CheckPoolWork<Dim>(a, *facts.shape(0), *dims, facts.context().limits));
+  }
   Inference inf = OneOutput(TensorType(e, dims));
   if (a.kind == PoolKind::kMax) inf.types.push_back(TensorType(ElementType::kInt64, dims));
   return inf;
@@ -250,11 +281,18 @@ AxisWindows MakeWindows(const PoolAttrs& a, size_t i, int64_t in, const PoolAxis
   w.dilation = a.dilations[i];
   w.pad_begin = axis.pad_begin;
   const int64_t k = a.kernel[i], d = w.dilation;
+  // Distances from each window's start (o * stride into the padded input) to the end of X and to
+  // the end of the padding, within the padded extent in + pads, which the shape rule checked to
+  // fit int64.
+  const int64_t input_end = in + axis.pad_begin;
+  const int64_t padded_end = input_end + axis.pad_end;
   for (int64_t o = 0; o < axis.out; ++o) {
-    const int64_t start = o * w.stride - axis.pad_begin;
+    const int64_t offset = o * w.stride;
+    const int64_t start = offset - axis.pad_begin;
     const int64_t lo = start < 0 ? CeilDiv(-start, d) : 0;
-    const int64_t hi = in - start > 0 ? std::min(k, CeilDiv(in - start, d)) : 0;
-    const int64_t end = in + axis.pad_end - start;  // taps before the end of the padding
+    const int64_t left = input_end - offset;  // in - start
+    const int64_t hi = left > 0 ? std::min(k, CeilDiv(left, d)) : 0;
+    const int64_t end = padded_end - offset;  // taps before the end of the padding
     w.lo.push_back(std::min(lo, k));
     w.hi.push_back(std::max(hi, std::min(lo, k)));
     w.padded.push_back(end > 0 ? std::min(k, CeilDiv(end, d)) : 0);
@@ -267,6 +305,7 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
   using C = ComputeType<T>;
   const auto xs = x.shape();
   IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> ys, PoolShape<int64_t>(a, xs));
+  IDEM_RETURN_IF_ERROR(CheckPoolWork<int64_t>(a, xs, ys, ctx.limits()));
   T* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorAs(ctx, x.element_type(), ys, &y));
   int64_t* indices = nullptr;
@@ -276,6 +315,12 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
   if (outputs[0].tensor().element_count() == 0) return Status();
   // Every output dim is now >= 1 and their product is within max_elements.
   const size_t k = xs.size() - 2;
+  // The windows: three int64 per output position of each axis (every dim is now >= 1 and within
+  // max_elements, so the sum cannot overflow), checked against the budget like the output.
+  uint64_t window_bytes = 0;
+  for (size_t i = 0; i < k; ++i)
+    window_bytes += 3 * sizeof(int64_t) * static_cast<uint64_t>(ys[i + 2]);
+  IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(window_bytes));
   std::vector<AxisWindows> axes;
   int64_t out_plane = 1;
   for (size_t i = 0; i < k; ++i) {
@@ -321,11 +366,13 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
     std::fill(opos.begin(), opos.end(), 0);
     for (int64_t oi = 0; oi < out_plane; ++oi, ++out_index) {
       bool empty = false;
-      int64_t pool_size = 1;
+      // count_include_pad's divisor, in double: the product of window sizes of a few huge
+      // kernels (2^31 each) would overflow int64; double holds any real divisor exactly.
+      double pool_size = 1;
       for (size_t i = 0; i < k; ++i) {
         tap[i] = axes[i].lo[opos[i]];
         empty = empty || tap[i] >= axes[i].hi[opos[i]];
-        pool_size *= axes[i].padded[opos[i]];
+        pool_size *= static_cast<double>(axes[i].padded[opos[i]]);
       }
       double sum = 0;
       int64_t count = 0;
@@ -365,7 +412,7 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
         StoreElement<T>(reinterpret_cast<std::byte*>(y), out_index, FromCompute<T>(best));
         if (indices != nullptr) indices[out_index] = best_index;
       } else {
-        const double divisor = static_cast<double>(a.count_include_pad ? pool_size : count);
+        const double divisor = a.count_include_pad ? pool_size : static_cast<double>(count);
         StoreElement<T>(reinterpret_cast<std::byte*>(y), out_index,
                         FromCompute<T>(static_cast<C>(sum / divisor)));
       }

@@ -627,5 +627,95 @@ TEST(PoolRegistryTest, EveryVersionMatchesTheSchemas) {
   EXPECT_EQ(TypeStrings(g22->constraints[0]), TypeStrings(a22->constraints[0]));
 }
 
+// ---- Hardening (issue 17)
+// ------------------------------------------------------------------------
+
+TEST(PoolBadInputTest, WindowTapsAreBoundedByMaxElements) {
+  Limits limits;
+  limits.max_elements = 1 << 16;
+  // kernel_shape 256 with pads 255 on 512 values: 767 outputs x 256 taps inside X = 196352.
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    for (bool unknown : {false, true}) {
+      KernelRunner r(op, 19);
+      r.IntsAttr("kernel_shape", {256}).IntsAttr("pads", {255, 255}).WithLimits(limits);
+      if (unknown) r.UnknownShapes();
+      EXPECT_STATUS(r.Run({MakeTensorOf(E::kFloat, {1, 1, 512}, Random(512, 3))}),
+                    StatusCode::kResourceExhausted,
+                    std::string(op) + ": the node's work, 1.964e+05 window taps");
+    }
+  }
+}
+
+TEST(PoolBadInputTest, CountIncludePadDivisorOfHugeKernels) {
+  // Three axes of kernel 2^31 (strides 2^31, pads 2^31 - 1): one output whose window holds 2^93
+  // positions of padded input. The divisor was an int64 product (signed overflow, then 0).
+  const int64_t k = int64_t{1} << 31;
+  auto out = KernelRunner("AveragePool", 19)
+                 .IntsAttr("kernel_shape", {k, k, k})
+                 .IntsAttr("strides", {k, k, k})
+                 .IntsAttr("pads", {k - 1, k - 1, k - 1, k - 1, k - 1, k - 1})
+                 .IntAttr("count_include_pad", 1)
+                 .Run({MakeTensorOf(E::kFloat, {1, 1, 1, 1, 1}, std::vector<float>{1.0f})});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(ShapeOf((*out)[0]), (std::vector<int64_t>{1, 1, 1, 1, 1}));
+  EXPECT_EQ(ValuesOf<float>((*out)[0])[0], std::ldexp(1.0f, -93));
+}
+
+TEST(PoolBadInputTest, CeilModeWithAStrideNearInt64Max) {
+  // ceil((padded - extent) / stride) formed span + stride - 1, which overflowed int64.
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  auto out = KernelRunner("AveragePool", 19)
+                 .IntsAttr("kernel_shape", {1})
+                 .IntsAttr("strides", {max})
+                 .IntsAttr("pads", {0, max - 1})
+                 .IntAttr("ceil_mode", 1)
+                 .Run({MakeTensorOf(E::kFloat, {1, 1, 1}, std::vector<float>{2.5f})});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  // The second window would start in the end padding: dropped.
+  EXPECT_EQ(ShapeOf((*out)[0]), (std::vector<int64_t>{1, 1, 1}));
+  EXPECT_EQ(ValuesOf<float>((*out)[0])[0], 2.5f);
+}
+
+TEST(PoolBadInputTest, SamePadsNearInt64MaxDoNotOverflowTheWindows) {
+  // Found by fuzz_graph (tests/regressions/fuzz_model-pool-window-end-overflow): kernel 2^62 with
+  // dilation 2 is an extent of INT64_MAX; SAME_UPPER's pads were computed as
+  // (out - 1) * stride + (extent - in), which fits, while the padded extent in + pads did not,
+  // and the windows measured in it overflowed int64. Such pads are refused now.
+  auto refused = KernelRunner("MaxPool", 12)
+                     .IntsAttr("kernel_shape", {int64_t{1} << 62})
+                     .IntsAttr("dilations", {2})
+                     .StringAttr("auto_pad", "SAME_UPPER")
+                     .Run({MakeTensorOf(E::kFloat, {1, 1, 4}, std::vector<float>{1, 5, 2, 7})});
+  EXPECT_STATUS(refused, StatusCode::kInvalidArgument,
+                "MaxPool: spatial axis 0: the padding auto_pad needs overflows int64");
+  // Kernel 2^61 + 1 with dilation 2 (extent 2^62 + 1) still fits: pads of 2^61 on each side;
+  // window o starts 2^61 before X and takes every other position, so it holds the p with p - o
+  // even.
+  auto out = KernelRunner("MaxPool", 12)
+                 .IntsAttr("kernel_shape", {(int64_t{1} << 61) + 1})
+                 .IntsAttr("dilations", {2})
+                 .StringAttr("auto_pad", "SAME_UPPER")
+                 .Run({MakeTensorOf(E::kFloat, {1, 1, 4}, std::vector<float>{1, 5, 2, 7})});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(ValuesOf<float>((*out)[0]), (std::vector<float>{2, 7, 2, 7}));
+}
+
+TEST(PoolBadInputTest, SamePadsWhosePaddedExtentOverflowsAreRefused) {
+  // Found by fuzz_model (a recipe; tests/regressions/fuzz_model-pool-same-extent-overflow):
+  // kernel INT64_MAX - 1 with SAME_UPPER on 3 values: (out - 1) * stride + extent overflows.
+  for (const char* op : {"AveragePool", "MaxPool"}) {
+    for (bool unknown : {false, true}) {
+      KernelRunner r(op, 12);
+      r.IntsAttr("kernel_shape", {std::numeric_limits<int64_t>::max() - 1})
+          .StringAttr("auto_pad", "SAME_UPPER");
+      if (unknown) r.UnknownShapes();
+      EXPECT_STATUS(
+          r.Run({MakeTensorOf(E::kFloat, {1, 1, 3}, std::vector<float>{1, 2, 3})}),
+          StatusCode::kInvalidArgument,
+          std::string(op) + ": spatial axis 0: the padding auto_pad needs overflows int64");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace idem::testing

@@ -286,12 +286,35 @@ Result<std::array<std::vector<D>, 3>> LstmShape(const LstmAttrs& a, const LstmDi
   return out;
 }
 
+// The multiply-adds of an LSTM: per direction, time step and batch row, the 4 * hidden gates
+// each sum input_size + hidden_size products (and each step updates hidden_size states). Checked
+// when X's and R's dims are known: X may be empty (input_size 0) with a huge sequence, which would
+// otherwise loop seq_length x batch_size times for nothing.
+template <class D>
+Status CheckLstmWork(const LstmAttrs& a, const LstmDims<D>& in, const Limits& limits) {
+  if (!in[kX] || !in[kR] || in[kX]->size() != 3 || in[kR]->size() != 3) return {};
+  const auto seq = KnownDim((*in[kX])[a.batch_major ? 1 : 0]);
+  const auto batch = KnownDim((*in[kX])[a.batch_major ? 0 : 1]);
+  const auto input = KnownDim((*in[kX])[2]);
+  const auto hidden = KnownDim((*in[kR])[2]);
+  if (!seq || !batch || !input || !hidden) return {};
+  const auto h = static_cast<double>(*hidden);
+  const double per_step = 4 * h * (static_cast<double>(*input) + h) + h;
+  return CheckWork(limits,
+                   static_cast<double>(a.directions) * static_cast<double>(*seq) *
+                       static_cast<double>(*batch) * std::max(1.0, per_step),
+                   "LSTM",
+                   "multiply-adds (directions x seq_length x batch_size x 4 * hidden_size x "
+                   "(input_size + hidden_size))");
+}
+
 Result<Inference> InferLstm(const LstmAttrs& a, const Facts& facts) {
   LstmDims<Dim> in;
   for (size_t i = 0; i < kInputCount; ++i) {
     if (facts.has(i) && facts.shape(i)) in[i] = std::span<const Dim>(*facts.shape(i));
   }
   IDEM_ASSIGN_OR_RETURN(auto shapes, LstmShape<Dim>(a, in));
+  IDEM_RETURN_IF_ERROR(CheckLstmWork<Dim>(a, in, facts.context().limits));
   const ElementType e = facts.element_type(kX);
   Inference inf;
   for (auto& s : shapes) inf.types.push_back(TensorType(e, std::move(s)));
@@ -365,11 +388,14 @@ class LstmKernel final : public Kernel {
       if (const Tensor* t = tensor(i)) in[i] = t->shape();
     }
     IDEM_ASSIGN_OR_RETURN(auto shapes, LstmShape<int64_t>(a_, in));
+    IDEM_RETURN_IF_ERROR(CheckLstmWork<int64_t>(a_, in, ctx.limits()));
     const Tensor& x = *tensor(kX);
     const int64_t seq = x.shape()[a_.batch_major ? 1 : 0];
     const int64_t batch = x.shape()[a_.batch_major ? 0 : 1];
     const int64_t dirs = a_.directions;
-    // sequence_lens: each row's length, in [0, seq_length].
+    // sequence_lens: each row's length, in [0, seq_length]. An empty X (input_size 0) may have
+    // a huge batch: its lengths are scratch, checked against the budget like the outputs.
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(batch) * sizeof(int64_t)));
     std::vector<int64_t> lengths(static_cast<size_t>(batch), seq);
     if (const Tensor* sl = tensor(kSeqLens)) {
       const auto v = sl->data_as<int32_t>();

@@ -697,5 +697,33 @@ TEST(LstmRegistryTest, EveryVersionMatchesTheSchemas) {
   EXPECT_EQ(TypeStrings(*s22->FindConstraint("T1")), (std::set<std::string>{"tensor(int32)"}));
 }
 
+// ---- Hardening (issue 17)
+// ------------------------------------------------------------------------
+
+TEST(LstmTest, EmptyInputWithAHugeSequenceIsRefusedNotLooped) {
+  // X [2^40, 1, 0] holds nothing (input_size 0), yet each of its 2^40 steps runs the gates.
+  const Value x = Value::MakeTensor(E::kFloat, {int64_t{1} << 40, 1, 0}, Buffer()).value();
+  const Value w = Value::MakeTensor(E::kFloat, {1, 4, 0}, Buffer()).value();
+  const Value r = Floats({1, 4, 1}, {0.5f, 0.5f, 0.5f, 0.5f});
+  for (bool unknown : {false, true}) {
+    KernelRunner k("LSTM", 14);
+    k.IntAttr("hidden_size", 1);
+    if (unknown) k.UnknownShapes();
+    EXPECT_STATUS(k.Run({x, w, r}, 2), StatusCode::kResourceExhausted,
+                  "LSTM: the node's work, 5.498e+12 multiply-adds");
+  }
+}
+
+TEST(LstmTest, HugeBatchOfAnEmptyInputIsCheckedBeforeItsLengths) {
+  // X [1, 2^36, 0]: 2^36 rows of work fit the bound, but their lengths (512 GiB) were allocated
+  // before any check (std::bad_alloc, an exception idem never throws).
+  const Value x = Value::MakeTensor(E::kFloat, {1, int64_t{1} << 36, 0}, Buffer()).value();
+  const Value w = Value::MakeTensor(E::kFloat, {1, 4, 0}, Buffer()).value();
+  EXPECT_STATUS(KernelRunner("LSTM", 14)
+                    .IntAttr("hidden_size", 1)
+                    .Run({x, w, Floats({1, 4, 1}, {0.5f, 0.5f, 0.5f, 0.5f})}, 2),
+                StatusCode::kResourceExhausted, "");
+}
+
 }  // namespace
 }  // namespace idem::testing

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
     const std::string name = file.filename().string();
     void (*target)(const uint8_t*, size_t) = nullptr;
     if (name.rfind("fuzz_model-", 0) == 0) target = idem::fuzz::FuzzModel;
+    if (name.rfind("fuzz_graph-", 0) == 0) target = idem::fuzz::FuzzGraph;
     if (name.rfind("fuzz_value-", 0) == 0) target = idem::fuzz::FuzzValue;
     if (name.rfind("fuzz_backend_case-", 0) == 0) target = idem::fuzz::FuzzBackendCase;
     if (target == nullptr) continue;  // README, CMakeLists.txt, scripts

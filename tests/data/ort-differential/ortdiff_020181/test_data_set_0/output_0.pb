@@ -1,0 +1,1 @@
+Bk48J0Dj8=Dj8=Dj8=Dj8=Dj8=Dj8=Dj8=Dj8=Dj8=Dj8=Dj8=Dj8=
