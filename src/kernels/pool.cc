@@ -83,12 +83,15 @@ Result<PoolAxis> ResolvePoolAxis(const PoolAttrs& a, size_t i, int64_t in) {
     case AutoPad::kSameUpper:
     case AutoPad::kSameLower: {
       axis.out = CeilDiv(in, s);
-      int64_t total = 0;
-      if (axis.out > 0 && (__builtin_mul_overflow(axis.out - 1, s, &total) ||
-                           __builtin_add_overflow(total, ek - in, &total))) {
+      // The padded extent (out - 1) * stride + kernel extent must fit int64 (the windows are
+      // measured in it; (out - 1) * stride + (extent - in) alone let in + pads overflow); the
+      // pads are what it exceeds the input by.
+      int64_t span = 0;
+      if (axis.out > 0 && (__builtin_mul_overflow(axis.out - 1, s, &span) ||
+                           __builtin_add_overflow(span, ek, &span))) {
         return AxisError(a, i, "the padding auto_pad needs overflows int64");
       }
-      total = std::max<int64_t>(total, 0);
+      const int64_t total = axis.out > 0 ? std::max<int64_t>(span - in, 0) : 0;
       const int64_t small = total / 2, large = total - total / 2;
       axis.pad_begin = a.auto_pad == AutoPad::kSameUpper ? small : large;
       axis.pad_end = total - axis.pad_begin;
@@ -279,8 +282,8 @@ AxisWindows MakeWindows(const PoolAttrs& a, size_t i, int64_t in, const PoolAxis
   w.pad_begin = axis.pad_begin;
   const int64_t k = a.kernel[i], d = w.dilation;
   // Distances from each window's start (o * stride into the padded input) to the end of X and to
-  // the end of the padding, from sums the shape rule has already checked to fit int64 (in + pads
-  // of 2^62 each overflowed as in + pad_end - start).
+  // the end of the padding, within the padded extent in + pads, which the shape rule checked to
+  // fit int64.
   const int64_t input_end = in + axis.pad_begin;
   const int64_t padded_end = input_end + axis.pad_end;
   for (int64_t o = 0; o < axis.out; ++o) {

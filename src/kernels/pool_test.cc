@@ -678,16 +678,43 @@ TEST(PoolBadInputTest, CeilModeWithAStrideNearInt64Max) {
 
 TEST(PoolBadInputTest, SamePadsNearInt64MaxDoNotOverflowTheWindows) {
   // Found by fuzz_graph (tests/regressions/fuzz_model-pool-window-end-overflow): kernel 2^62 with
-  // dilation 2 is an extent of INT64_MAX, and SAME_UPPER pads of about 2^62 on each side made
-  // in + pad_end - start overflow int64. Window o starts 2^62 - 3 before X and takes every
-  // other position, so it holds the elements p with p - o odd.
+  // dilation 2 is an extent of INT64_MAX; SAME_UPPER's pads were computed as
+  // (out - 1) * stride + (extent - in), which fits, while the padded extent in + pads did not,
+  // and the windows measured in it overflowed int64. Such pads are refused now.
+  auto refused = KernelRunner("MaxPool", 12)
+                     .IntsAttr("kernel_shape", {int64_t{1} << 62})
+                     .IntsAttr("dilations", {2})
+                     .StringAttr("auto_pad", "SAME_UPPER")
+                     .Run({MakeTensorOf(E::kFloat, {1, 1, 4}, std::vector<float>{1, 5, 2, 7})});
+  EXPECT_STATUS(refused, StatusCode::kInvalidArgument,
+                "MaxPool: spatial axis 0: the padding auto_pad needs overflows int64");
+  // Kernel 2^61 + 1 with dilation 2 (extent 2^62 + 1) still fits: pads of 2^61 on each side;
+  // window o starts 2^61 before X and takes every other position, so it holds the p with p - o
+  // even.
   auto out = KernelRunner("MaxPool", 12)
-                 .IntsAttr("kernel_shape", {int64_t{1} << 62})
+                 .IntsAttr("kernel_shape", {(int64_t{1} << 61) + 1})
                  .IntsAttr("dilations", {2})
                  .StringAttr("auto_pad", "SAME_UPPER")
                  .Run({MakeTensorOf(E::kFloat, {1, 1, 4}, std::vector<float>{1, 5, 2, 7})});
   ASSERT_TRUE(out.ok()) << out.status().message();
-  EXPECT_EQ(ValuesOf<float>((*out)[0]), (std::vector<float>{7, 2, 7, 2}));
+  EXPECT_EQ(ValuesOf<float>((*out)[0]), (std::vector<float>{2, 7, 2, 7}));
+}
+
+TEST(PoolBadInputTest, SamePadsWhosePaddedExtentOverflowsAreRefused) {
+  // Found by fuzz_model (a recipe; tests/regressions/fuzz_model-pool-same-extent-overflow):
+  // kernel INT64_MAX - 1 with SAME_UPPER on 3 values: (out - 1) * stride + extent overflows.
+  for (const char* op : {"AveragePool", "MaxPool"}) {
+    for (bool unknown : {false, true}) {
+      KernelRunner r(op, 12);
+      r.IntsAttr("kernel_shape", {std::numeric_limits<int64_t>::max() - 1})
+          .StringAttr("auto_pad", "SAME_UPPER");
+      if (unknown) r.UnknownShapes();
+      EXPECT_STATUS(
+          r.Run({MakeTensorOf(E::kFloat, {1, 1, 3}, std::vector<float>{1, 2, 3})}),
+          StatusCode::kInvalidArgument,
+          std::string(op) + ": spatial axis 0: the padding auto_pad needs overflows int64");
+    }
+  }
 }
 
 }  // namespace
