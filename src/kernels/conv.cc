@@ -858,8 +858,7 @@ class FastConvKernel final : public Kernel {
     if (x.element_type() != ElementType::kFloat || w.element_type() != ElementType::kFloat ||
         (b != nullptr && b->element_type() != ElementType::kFloat) || rank < 3 || rank > 4) {
       IDEM_RETURN_IF_ERROR(reference_.RunWith(ctx, inputs, outputs));
-      if (activation_.kind != fast::Activation::Kind::kNone && !outputs[0].is_null() &&
-          outputs[0].tensor().element_type() == ElementType::kFloat) {
+      if (!outputs[0].is_null() && outputs[0].tensor().element_type() == ElementType::kFloat) {
         const Tensor& t = outputs[0].tensor();
         fast::Activate(activation_, std::span<float>(const_cast<float*>(t.data_as<float>().data()),
                                                      static_cast<size_t>(t.element_count())));
@@ -1094,9 +1093,12 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
 }
 
 Result<std::unique_ptr<Kernel>> CreateConv(const ConvAttrs& a, const Facts& facts) {
-  if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat) {
-    return CreateFastConv(a, facts, fast::Activation::None());
+  const FusedActivation& fused = facts.context().fused_activation;
+  if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat &&
+      !(a.transpose && fused.any())) {
+    return CreateFastConv(a, facts, ToFastActivation(fused));
   }
+  if (fused.any()) return CannotFuse(a.op);
   std::unique_ptr<Kernel> kernel;
   IDEM_RETURN_IF_ERROR(DispatchFloat(facts.element_type(0), a.op, [&](auto tag) {
     using T = decltype(tag);

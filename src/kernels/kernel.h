@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <span>
@@ -157,6 +158,22 @@ class SubgraphPlanner {
                                             std::span<const Type> input_types) = 0;
 };
 
+// An activation the planner fused into the node that produces its input (SessionOptions::
+// reference_kernels off, src/runtime/fusion.h): the kernel applies it to every output element,
+// then the lower bound (a following Max with a constant), with the fast kernels' formulas
+// (fast::Activation). Only the fast float Conv, Gemm and MatMul are given one; a kernel that
+// cannot apply it refuses it with an internal error.
+struct FusedActivation {
+  enum class Kind : uint8_t { kNone, kRelu, kLeakyRelu, kClip, kHardSigmoid, kSigmoid };
+  Kind kind = Kind::kNone;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+  float lower = -std::numeric_limits<float>::infinity();  // max(x, lower) after the activation
+  bool any() const {
+    return kind != Kind::kNone || lower != -std::numeric_limits<float>::infinity();
+  }
+};
+
 // What the planner knows about a node when it infers types and creates the kernel.
 struct NodeContext {
   const NodeDef& node;
@@ -172,6 +189,8 @@ struct NodeContext {
   // The session's intra-op threads (SessionOptions::intra_op_threads), or null for the calling
   // thread only. Outlives every kernel created with it.
   const fast::TaskRunner* threads = nullptr;
+  // The activation fused into this node (none unless the planner fused one).
+  FusedActivation fused_activation = {};
 };
 
 // What inference says about a node's outputs: their types (with shapes where known) and, where

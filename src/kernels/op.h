@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/kernels/fast/packed_gemm.h"
 #include "src/kernels/kernel.h"
 
 namespace idem {
@@ -295,6 +296,27 @@ Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int6
 
 // Row-major element strides of `shape` (meaningful when the tensor is not empty).
 std::vector<int64_t> RowMajorStrides(std::span<const int64_t> shape);
+
+// ---- Fast kernels (added for issue 18) ---------------------------------------------------------
+
+// The planner's fused activation (NodeContext::fused_activation) as the fast kernels' epilogue.
+inline fast::Activation ToFastActivation(const FusedActivation& a) {
+  fast::Activation out;
+  out.kind = static_cast<fast::Activation::Kind>(a.kind);
+  out.alpha = a.alpha;
+  out.beta = a.beta;
+  out.lower = a.lower;
+  return out;
+}
+static_assert(static_cast<int>(FusedActivation::Kind::kSigmoid) ==
+              static_cast<int>(fast::Activation::Kind::kSigmoid));
+
+// The refusal of a kernel given an activation to fuse that its path cannot apply.
+inline Status CannotFuse(std::string_view op) {
+  return Status(
+      StatusCode::kInternal,
+      fmt::format("{}: the planner fused an activation into a kernel that cannot apply it", op));
+}
 
 }  // namespace idem
 

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "src/core/text.h"
+#include "src/runtime/fusion.h"
 
 namespace idem {
 namespace {
@@ -238,6 +239,9 @@ class GraphPlanner {
     IDEM_RETURN_IF_ERROR(BindInputs(formal_types));
     IDEM_RETURN_IF_ERROR(IndexProducers());
     IDEM_RETURN_IF_ERROR(ResolveKernels());
+    absorbed_by_.assign(graph_.nodes.size(), -1);
+    absorbed_input_.assign(graph_.nodes.size(), 0);
+    if (!options_.reference_kernels) uses_ = std::make_unique<ValueUses>(graph_);
     for (size_t n = 0; n < graph_.nodes.size(); ++n) IDEM_RETURN_IF_ERROR(PlanNode(n));
     IDEM_RETURN_IF_ERROR(BindOutputs());
     ComputeLiveness();
@@ -751,6 +755,31 @@ class GraphPlanner {
     return opsets_override_ != nullptr ? *opsets_override_ : graph_.opsets;
   }
 
+  // Fusion (src/runtime/fusion.h): what node n (a Conv, Gemm or MatMul about to be planned)
+  // absorbs. Folds a following BatchNormalization into new constant weights (updating the step's
+  // inputs, `types` and `constants`) and gives the epilogue of the activations after it; the
+  // absorbed nodes are listed in `absorbed` (with the input their value arrives on).
+  struct Absorbed {
+    size_t node;
+    size_t input;
+  };
+  FusedActivation PlanFusion(size_t n, Step& step, std::vector<const Type*>& types,
+                             std::vector<const Value*>& constants, std::vector<Type>& type_storage,
+                             std::vector<Absorbed>& absorbed);
+  // A node absorbed by an earlier one: checked like any node, then its output aliases the value
+  // it received (which already holds its result).
+  Status PlanAbsorbed(size_t n, const std::string& label);
+  // The value of `name` when it is a constant here or in an enclosing graph (never captures).
+  const Value* KnownConstant(std::string_view name) const {
+    for (const GraphPlanner* p = this; p != nullptr; p = p->parent_) {
+      auto it = p->slots_.find(name);
+      if (it == p->slots_.end()) continue;
+      if (it->second.ref.source != ValueRef::Source::kConstant) return nullptr;
+      return &p->plan_->constants[static_cast<size_t>(it->second.ref.index)];
+    }
+    return nullptr;
+  }
+
   const GraphDef& graph_;
   const std::map<std::string, int64_t>* opsets_override_ = nullptr;
   const KernelRegistry& registry_;
@@ -767,6 +796,10 @@ class GraphPlanner {
   size_t node_lines_count_ = 0;
   std::vector<const KernelSchema*> schemas_;
   std::string node_lines_;
+  std::unique_ptr<ValueUses> uses_;  // null with reference kernels (nothing is fused)
+  // Per node: the producer that absorbed it (-1: none) and the input its value arrives on.
+  std::vector<int> absorbed_by_;
+  std::vector<size_t> absorbed_input_;
 };
 
 // The SubgraphPlanner handed to one node's kernel schema: plans each of the node's graphs once,
@@ -868,6 +901,7 @@ Status GraphPlanner::PlanNode(size_t n) {
   const NodeDef& node = graph_.nodes[n];
   const KernelSchema& schema = *schemas_[n];
   const std::string label = StepLabel(node, n, schema);
+  if (absorbed_by_[n] >= 0) return PlanAbsorbed(n, label);
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
   Step step;
   std::vector<const Type*> input_types;
@@ -889,10 +923,18 @@ Status GraphPlanner::PlanNode(size_t n) {
       all_constant = false;
     }
   }
+  // Fusion: a BatchNormalization folded into the weights, activations into the epilogue.
+  std::vector<Type> fused_types;
+  std::vector<Absorbed> absorbed;
+  FusedActivation fused;
+  if (uses_ != nullptr) {
+    fused = PlanFusion(n, step, input_types, constant_inputs, fused_types, absorbed);
+  }
   NodeContext context{node,       schema.since_version, input_types, options_.limits,
                       &subgraphs, constant_inputs};
   context.reference_kernels = options_.reference_kernels;
   context.threads = program_.threads;
+  context.fused_activation = fused;
   auto prepared = schema.prepare(context);
   if (!prepared.ok()) return std::move(prepared).take_status().WithContext(label);
   std::vector<Type>* inferred = &prepared->inference.types;
@@ -947,6 +989,114 @@ Status GraphPlanner::PlanNode(size_t n) {
   step.reuses_input0 = schema.reuses_input0;
   plan.max_step_inputs = std::max(plan.max_step_inputs, step.inputs.size());
   plan.steps.push_back(std::move(step));
+  for (const Absorbed& a : absorbed) {
+    absorbed_by_[a.node] = static_cast<int>(n);
+    absorbed_input_[a.node] = a.input;
+  }
+  return {};
+}
+
+FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, std::vector<const Type*>& types,
+                                         std::vector<const Value*>& constants,
+                                         std::vector<Type>& type_storage,
+                                         std::vector<Absorbed>& absorbed) {
+  FusedActivation act;
+  const NodeDef& node = graph_.nodes[n];
+  const bool conv = node.op_type == "Conv";
+  if (!node.domain.empty() || (!conv && node.op_type != "Gemm" && node.op_type != "MatMul") ||
+      node.outputs.size() != 1 || node.outputs[0].empty() || types.empty() || types[0] == nullptr ||
+      !types[0]->is_tensor() || types[0]->element_type() != ElementType::kFloat) {
+    return act;
+  }
+  auto constant_of = [this](const NodeDef& reader) {
+    return [this, &reader](size_t i) -> const Value* {
+      return i < reader.inputs.size() && !reader.inputs[i].empty() ? KnownConstant(reader.inputs[i])
+                                                                   : nullptr;
+    };
+  };
+  auto version = [this](size_t m) { return schemas_[m]->since_version; };
+  std::string_view tail = node.outputs[0];
+  auto reader = uses_->SoleReader(tail);
+  // BatchNormalization into the Conv's constant weights.
+  if (conv && reader && reader->second == 0 && constants.size() > 1 && constants[1] != nullptr &&
+      (types.size() < 3 || types[2] == nullptr || constants[2] != nullptr)) {
+    const NodeDef& bn = graph_.nodes[reader->first];
+    const Value* b = types.size() > 2 && types[2] != nullptr ? constants[2] : nullptr;
+    auto folded = FoldBatchNorm(*constants[1], b, bn, version(reader->first), constant_of(bn));
+    if (folded) {
+      const auto w_index = static_cast<int32_t>(plan_->constants.size());
+      plan_->constants.push_back(std::move(folded->first));
+      plan_->constants.push_back(std::move(folded->second));
+      step.inputs.resize(3);
+      step.inputs[1] = {ValueRef::Source::kConstant, w_index};
+      step.inputs[2] = {ValueRef::Source::kConstant, w_index + 1};
+      type_storage.reserve(2);
+      type_storage.push_back(plan_->constants[static_cast<size_t>(w_index)].type());
+      type_storage.push_back(plan_->constants[static_cast<size_t>(w_index) + 1].type());
+      types.resize(3);
+      types[1] = &type_storage[0];
+      types[2] = &type_storage[1];
+      constants.resize(3);
+      // Pointers into the plan's constants may have moved: take them all again.
+      for (size_t i = 0; i < constants.size(); ++i) {
+        if (step.inputs[i].source == ValueRef::Source::kConstant) {
+          constants[i] = &plan_->constants[static_cast<size_t>(step.inputs[i].index)];
+        }
+      }
+      absorbed.push_back({reader->first, 0});
+      tail = bn.outputs[0];
+      reader = uses_->SoleReader(tail);
+    }
+  }
+  // An activation, then a Max with a constant.
+  if (reader && reader->second == 0) {
+    const NodeDef& next = graph_.nodes[reader->first];
+    if (auto a = FusibleActivation(next, version(reader->first), constant_of(next))) {
+      act = *a;
+      absorbed.push_back({reader->first, 0});
+      tail = next.outputs[0];
+      reader = uses_->SoleReader(tail);
+    }
+  }
+  if (reader) {
+    const NodeDef& next = graph_.nodes[reader->first];
+    size_t rank = 0;
+    if (node.op_type == "Gemm") {
+      rank = 2;
+    } else if (types[0]->shape()) {
+      rank = types[0]->shape()->size();
+    }
+    if (auto lower = FusibleMaxBound(next, version(reader->first), reader->second, rank,
+                                     constant_of(next))) {
+      act.lower = std::max(act.lower, *lower);
+      absorbed.push_back({reader->first, reader->second});
+    }
+  }
+  return act;
+}
+
+Status GraphPlanner::PlanAbsorbed(size_t n, const std::string& label) {
+  const NodeDef& node = graph_.nodes[n];
+  const KernelSchema& schema = *schemas_[n];
+  IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
+  Step step;
+  std::vector<const Type*> input_types;
+  IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
+  std::unordered_map<std::string, std::pair<Type, std::string>> bound;
+  IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
+  const NamedSlot* slot = FindLocal(node.inputs[absorbed_input_[n]]);
+  if (slot == nullptr) {
+    return Status(StatusCode::kInternal, fmt::format("{}: the fused value is not planned", label));
+  }
+  NamedSlot alias = *slot;
+  std::vector<Type> produced(node.outputs.size(), alias.type);
+  IDEM_RETURN_IF_ERROR(CheckOutputTypes(node, schema, label, produced, bound));
+  const auto producer = static_cast<size_t>(absorbed_by_[n]);
+  AddNodeLine(node, label,
+              fmt::format("  (fused into {})",
+                          StepLabel(graph_.nodes[producer], producer, *schemas_[producer])));
+  alias.producer = static_cast<int>(n);
+  slots_[node.outputs[0]] = alias;
   return {};
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 
@@ -40,6 +41,8 @@ struct Activation {
   Kind kind = Kind::kNone;
   float alpha = 0.0f;
   float beta = 0.0f;
+  // Then x < lower ? lower : x (a Max with a constant after the activation; NaN stays NaN).
+  float lower = -std::numeric_limits<float>::infinity();
 
   static Activation None() { return {}; }
   static Activation Relu() { return {Kind::kRelu, 0.0f, 0.0f}; }
