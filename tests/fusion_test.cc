@@ -199,6 +199,66 @@ TEST(FusionTest, LeakyReluThenMaxWithAConstantFuse) {
   }
 }
 
+// HardSwish as exporters write it, on value `in`: Add(in, 3) -> Clip(0, 6) -> Mul(in, .) ->
+// Div(., 6) -> `out` (Clip's bounds as inputs from opset 11, attributes before).
+void AddHardSwish(onnx::GraphProto* g, int opset, const std::string& in, const std::string& out,
+                  bool mul_reads_input = true) {
+  AddFloats(g, in + "_three", {}, {3.0f});
+  AddFloats(g, in + "_six", {}, {6.0f});
+  AddNode(g, "Add", {in, in + "_three"}, {in + "_plus3"}, in + "_add3");
+  if (opset >= 11) {
+    AddFloats(g, in + "_zero", {}, {0.0f});
+    AddNode(g, "Clip", {in + "_plus3", in + "_zero", in + "_six"}, {in + "_clipped"}, in + "_clip");
+  } else {
+    auto* clip = AddNode(g, "Clip", {in + "_plus3"}, {in + "_clipped"}, in + "_clip");
+    AddFloatAttr(clip, "min", 0.0f);
+    AddFloatAttr(clip, "max", 6.0f);
+  }
+  AddNode(g, "Mul", {mul_reads_input ? in : in + "_plus3", in + "_clipped"}, {in + "_times"},
+          in + "_mul");
+  AddNode(g, "Div", {in + "_times", in + "_six"}, {out}, in + "_div6");
+}
+
+// A Mul (or Add) of `in` by a scalar constant.
+void AddScalarStep(onnx::GraphProto* g, const std::string& op, const std::string& in,
+                   const std::string& out, float c, bool constant_first) {
+  AddFloats(g, out + "_c", {1}, {c});
+  AddNode(g, op,
+          constant_first ? std::vector<std::string>{out + "_c", in}
+                         : std::vector<std::string>{in, out + "_c"},
+          {out}, out);
+}
+
+TEST(FusionTest, LcNetBlockFusesIntoConv) {
+  // PP-LCNetV3 (PaddleOCR v4): Conv -> Mul(s) -> Add(b) -> HardSwish -> Mul(s2) -> Add(b2): the
+  // scalar steps before HardSwish fold into W and B, the rest is the epilogue (8 nodes).
+  for (int opset : {9, 11, 13}) {
+    Built b = ConvModel(opset, true, [&](onnx::GraphProto* g, const std::string& in) {
+      AddScalarStep(g, "Mul", in, "s1", 0.94f, true);
+      AddScalarStep(g, "Add", "s1", "b1", 0.5f, false);
+      AddHardSwish(g, opset, "b1", "hs");
+      AddScalarStep(g, "Mul", "hs", "s2", 0.47f, true);
+      AddScalarStep(g, "Add", "s2", "y", -0.0075f, false);
+    });
+    CheckFused(b, 8, "opset " + std::to_string(opset));
+  }
+}
+
+TEST(FusionTest, HardSwishAfterBatchNormFusesIntoConv) {
+  // PaddleOCR's mobile cls: Conv -> BatchNormalization -> HardSwish.
+  Built b = ConvModel(9, false, [](onnx::GraphProto* g, const std::string& in) {
+    AddBatchNorm(g, in, "bn", 12);
+    AddHardSwish(g, 9, "bn", "y");
+  });
+  CheckFused(b, 5, "cls block");
+  // A Mul that reads something else than the Conv's output is no HardSwish: only the Add of 3
+  // (the Conv's only reader) folds into the bias.
+  Built other = ConvModel(11, true, [](onnx::GraphProto* g, const std::string& in) {
+    AddHardSwish(g, 11, in, "y", /*mul_reads_input=*/false);
+  });
+  CheckFused(other, 1, "not a HardSwish");
+}
+
 TEST(FusionTest, GemmAndMatMulTakeTheirActivation) {
   for (const std::string& op : {std::string("Gemm"), std::string("MatMul")}) {
     for (const std::string& act : {std::string("Relu"), std::string("Sigmoid")}) {

@@ -802,6 +802,13 @@ void FastPatches(const Conv2D& g, const float* xg, float* patches) {
             continue;
           }
           const float* row = xc + iy * g.w;
+          if (g.kw <= 8) {
+            // Short runs (3- and 5-tap kernels): a loop, not three library calls.
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              dst[kx] = kx >= lo && kx < hi ? row[ix0 + kx * g.dw] : 0.0f;
+            }
+            continue;
+          }
           std::fill(dst, dst + lo, 0.0f);
           if (g.dw == 1) {
             std::copy(row + ix0 + lo, row + ix0 + hi, dst + lo);

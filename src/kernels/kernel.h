@@ -160,17 +160,25 @@ class SubgraphPlanner {
 
 // An activation the planner fused into the node that produces its input (SessionOptions::
 // reference_kernels off, src/runtime/fusion.h): the kernel applies it to every output element,
-// then the lower bound (a following Max with a constant), with the fast kernels' formulas
+// then the lower bound (a following Max with a constant) and the affine step after it (a Mul and
+// an Add by constants), with the fast kernels' formulas
 // (fast::Activation). Only the fast float Conv, Gemm and MatMul are given one; a kernel that
 // cannot apply it refuses it with an internal error.
 struct FusedActivation {
-  enum class Kind : uint8_t { kNone, kRelu, kLeakyRelu, kClip, kHardSigmoid, kSigmoid };
+  enum class Kind : uint8_t { kNone, kRelu, kLeakyRelu, kClip, kHardSigmoid, kSigmoid, kHardSwish };
   Kind kind = Kind::kNone;
   float alpha = 0.0f;
   float beta = 0.0f;
+  float gamma = 0.0f;
+  float delta = 1.0f;
   float lower = -std::numeric_limits<float>::infinity();  // max(x, lower) after the activation
+  bool scaled = false;                                    // then x * scale
+  float scale = 1.0f;
+  bool shifted = false;  // then x + shift
+  float shift = 0.0f;
   bool any() const {
-    return kind != Kind::kNone || lower != -std::numeric_limits<float>::infinity();
+    return kind != Kind::kNone || lower != -std::numeric_limits<float>::infinity() || scaled ||
+           shifted;
   }
 };
 

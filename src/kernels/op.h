@@ -305,11 +305,17 @@ inline fast::Activation ToFastActivation(const FusedActivation& a) {
   out.kind = static_cast<fast::Activation::Kind>(a.kind);
   out.alpha = a.alpha;
   out.beta = a.beta;
+  out.gamma = a.gamma;
+  out.delta = a.delta;
   out.lower = a.lower;
+  out.scaled = a.scaled;
+  out.scale = a.scale;
+  out.shifted = a.shifted;
+  out.shift = a.shift;
   return out;
 }
-static_assert(static_cast<int>(FusedActivation::Kind::kSigmoid) ==
-              static_cast<int>(fast::Activation::Kind::kSigmoid));
+static_assert(static_cast<int>(FusedActivation::Kind::kHardSwish) ==
+              static_cast<int>(fast::Activation::Kind::kHardSwish));
 
 // The refusal of a kernel given an activation to fuse that its path cannot apply.
 inline Status CannotFuse(std::string_view op) {

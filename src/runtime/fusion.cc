@@ -60,12 +60,7 @@ ValueUses::ValueUses(const GraphDef& graph) {
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const NodeDef& node = graph.nodes[n];
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (node.inputs[i].empty()) continue;
-      Use& u = uses_[node.inputs[i]];
-      if (u.count++ == 0) {
-        u.node = n;
-        u.input = i;
-      }
+      if (!node.inputs[i].empty()) uses_[node.inputs[i]].readers.emplace_back(n, i);
     }
   }
   std::unordered_map<std::string_view, int> outside;
@@ -78,13 +73,21 @@ ValueUses::ValueUses(const GraphDef& graph) {
     }
   }
   for (const ValueInfo& out : graph.outputs) ++outside[out.name];
-  for (const auto& [name, count] : outside) uses_[name].count += count + 1;  // never sole
+  for (const auto& [name, count] : outside) uses_[name].outside = true;
 }
 
-std::optional<std::pair<size_t, size_t>> ValueUses::SoleReader(std::string_view name) const {
+std::optional<ValueUses::Reader> ValueUses::SoleReader(std::string_view name) const {
   auto it = uses_.find(name);
-  if (it == uses_.end() || it->second.count != 1) return std::nullopt;
-  return std::make_pair(it->second.node, it->second.input);
+  if (it == uses_.end() || it->second.outside || it->second.readers.size() != 1) {
+    return std::nullopt;
+  }
+  return it->second.readers[0];
+}
+
+std::vector<ValueUses::Reader> ValueUses::Readers(std::string_view name) const {
+  auto it = uses_.find(name);
+  if (it == uses_.end() || it->second.outside) return {};
+  return it->second.readers;
 }
 
 std::optional<FusedActivation> FusibleActivation(const NodeDef& node, int version,
@@ -160,6 +163,119 @@ std::optional<float> FusibleMaxBound(const NodeDef& node, int version, size_t x_
   const float v = c->tensor().data_as<float>()[0];
   if (std::isnan(v)) return std::nullopt;
   return v;
+}
+
+namespace {
+
+// The value of a float constant of one element and at most `rank` dims.
+std::optional<float> Scalar(const Value* v, size_t rank) {
+  if (!IsFloatTensor(v) || v->tensor().element_count() != 1 || v->tensor().shape().size() > rank) {
+    return std::nullopt;
+  }
+  const float x = v->tensor().data_as<float>()[0];
+  if (std::isnan(x)) return std::nullopt;
+  return x;
+}
+
+// A new float tensor of `shape` from `values`.
+std::optional<Value> FloatValue(std::vector<int64_t> shape, const std::vector<float>& values) {
+  std::byte* bytes = nullptr;
+  auto buffer = Buffer::Allocate(values.size() * sizeof(float), &bytes);
+  if (!buffer.ok()) return std::nullopt;
+  if (!values.empty()) std::memcpy(bytes, values.data(), values.size() * sizeof(float));
+  auto v = Value::MakeTensor(ElementType::kFloat, std::move(shape), std::move(buffer).value());
+  if (!v.ok()) return std::nullopt;
+  return std::move(v).value();
+}
+
+}  // namespace
+
+std::optional<ScalarStep> FusibleScalarStep(const NodeDef& node, int version, size_t x_input,
+                                            size_t rank, const ConstantOf& constant) {
+  if ((node.op_type != "Mul" && node.op_type != "Add") || version < 7 || !node.domain.empty() ||
+      node.inputs.size() != 2 || node.outputs.size() != 1 || node.outputs[0].empty() ||
+      !node.attributes.empty() || x_input > 1) {
+    return std::nullopt;
+  }
+  auto c = Scalar(constant(1 - x_input), rank);
+  if (!c) return std::nullopt;
+  return ScalarStep{node.op_type == "Mul", *c};
+}
+
+std::optional<HardSwishMatch> MatchHardSwish(
+    const GraphDef& graph, const std::vector<ValueUses::Reader>& readers, const ValueUses& uses,
+    size_t rank, const std::function<int(size_t)>& version_of,
+    const std::function<ConstantOf(const NodeDef&)>& constant_of) {
+  if (readers.size() != 2) return std::nullopt;
+  // The Add reads t first (graph order), the Mul second.
+  const auto [add_n, add_in] = readers[0];
+  const auto [mul_n, mul_in] = readers[1];
+  const NodeDef& add = graph.nodes[add_n];
+  const NodeDef& mul = graph.nodes[mul_n];
+  if (add.op_type != "Add" || mul.op_type != "Mul") return std::nullopt;
+  auto shift = FusibleScalarStep(add, version_of(add_n), add_in, rank, constant_of(add));
+  if (!shift || shift->multiply) return std::nullopt;
+  auto clip_reader = uses.SoleReader(add.outputs[0]);
+  if (!clip_reader || clip_reader->second != 0) return std::nullopt;
+  const NodeDef& clip = graph.nodes[clip_reader->first];
+  auto bounds = FusibleActivation(clip, version_of(clip_reader->first), constant_of(clip));
+  if (!bounds || bounds->kind != FusedActivation::Kind::kClip) return std::nullopt;
+  auto mul_reader = uses.SoleReader(clip.outputs[0]);
+  if (!mul_reader || mul_reader->first != mul_n || mul_reader->second != 1 - mul_in ||
+      version_of(mul_n) < 7 || !mul.domain.empty() || mul.inputs.size() != 2 ||
+      mul.outputs.size() != 1 || mul.outputs[0].empty() || !mul.attributes.empty()) {
+    return std::nullopt;
+  }
+  auto div_reader = uses.SoleReader(mul.outputs[0]);
+  if (!div_reader || div_reader->second != 0) return std::nullopt;
+  const NodeDef& div = graph.nodes[div_reader->first];
+  if (div.op_type != "Div" || version_of(div_reader->first) < 7 || !div.domain.empty() ||
+      div.inputs.size() != 2 || div.outputs.size() != 1 || div.outputs[0].empty() ||
+      !div.attributes.empty()) {
+    return std::nullopt;
+  }
+  auto divisor = Scalar(constant_of(div)(1), rank);
+  if (!divisor) return std::nullopt;
+  HardSwishMatch m;
+  m.activation.kind = FusedActivation::Kind::kHardSwish;
+  m.activation.alpha = shift->value;
+  m.activation.beta = bounds->alpha;
+  m.activation.gamma = bounds->beta;
+  m.activation.delta = *divisor;
+  m.nodes = {{add_n, add_in}, {clip_reader->first, 0}, {mul_n, mul_in}, {div_reader->first, 0}};
+  m.output = div.outputs[0];
+  return m;
+}
+
+std::optional<std::pair<Value, Value>> FoldScalarStep(const Value& w, const Value* b,
+                                                      const ScalarStep& step) {
+  if (!IsFloatTensor(&w) || w.tensor().shape().size() < 3 || w.tensor().shape()[0] < 1 ||
+      !std::isfinite(step.value)) {
+    return std::nullopt;
+  }
+  const int64_t m = w.tensor().shape()[0];
+  if (b != nullptr &&
+      (!IsFloatTensor(b) || b->tensor().shape().size() != 1 || b->tensor().shape()[0] != m)) {
+    return std::nullopt;
+  }
+  const auto win = w.tensor().data_as<float>();
+  std::vector<float> wv(win.begin(), win.end());
+  std::vector<float> bv(static_cast<size_t>(m), 0.0f);
+  if (b != nullptr) {
+    const auto bin = b->tensor().data_as<float>();
+    bv.assign(bin.begin(), bin.end());
+  }
+  if (step.multiply) {
+    for (float& x : wv) x = static_cast<float>(static_cast<double>(x) * step.value);
+    for (float& x : bv) x = static_cast<float>(static_cast<double>(x) * step.value);
+  } else {
+    for (float& x : bv) x = static_cast<float>(static_cast<double>(x) + step.value);
+  }
+  const auto ws = w.tensor().shape();
+  auto wout = FloatValue(std::vector<int64_t>(ws.begin(), ws.end()), wv);
+  auto bout = FloatValue({m}, bv);
+  if (!wout || !bout) return std::nullopt;
+  return std::make_pair(std::move(*wout), std::move(*bout));
 }
 
 std::optional<std::pair<Value, Value>> FoldBatchNorm(const Value& w, const Value* b,

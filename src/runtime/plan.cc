@@ -1008,25 +1008,54 @@ FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, std::vector<const
       !types[0]->is_tensor() || types[0]->element_type() != ElementType::kFloat) {
     return act;
   }
-  auto constant_of = [this](const NodeDef& reader) {
-    return [this, &reader](size_t i) -> const Value* {
+  std::function<ConstantOf(const NodeDef&)> constant_of = [this](const NodeDef& reader) {
+    return ConstantOf([this, &reader](size_t i) -> const Value* {
       return i < reader.inputs.size() && !reader.inputs[i].empty() ? KnownConstant(reader.inputs[i])
                                                                    : nullptr;
-    };
+    });
   };
-  auto version = [this](size_t m) { return schemas_[m]->since_version; };
+  std::function<int(size_t)> version = [this](size_t m) { return schemas_[m]->since_version; };
+  // The rank a constant operand may have without changing the output's shape.
+  size_t rank = 0;
+  if (node.op_type == "Gemm") {
+    rank = 2;
+  } else if (types[0]->shape()) {
+    rank = types[0]->shape()->size();
+  }
   std::string_view tail = node.outputs[0];
   auto reader = uses_->SoleReader(tail);
-  // BatchNormalization into the Conv's constant weights.
-  if (conv && reader && reader->second == 0 && constants.size() > 1 && constants[1] != nullptr &&
+  // BatchNormalization, and Mul / Add by scalar constants, into the Conv's constant weights.
+  if (conv && constants.size() > 1 && constants[1] != nullptr &&
       (types.size() < 3 || types[2] == nullptr || constants[2] != nullptr)) {
-    const NodeDef& bn = graph_.nodes[reader->first];
-    const Value* b = types.size() > 2 && types[2] != nullptr ? constants[2] : nullptr;
-    auto folded = FoldBatchNorm(*constants[1], b, bn, version(reader->first), constant_of(bn));
-    if (folded) {
+    std::optional<Value> w, b;
+    auto current_w = [&]() -> const Value& { return w ? *w : *constants[1]; };
+    auto current_b = [&]() -> const Value* {
+      if (b) return &*b;
+      return types.size() > 2 && types[2] != nullptr ? constants[2] : nullptr;
+    };
+    while (reader) {
+      const NodeDef& next = graph_.nodes[reader->first];
+      std::optional<std::pair<Value, Value>> folded;
+      if (reader->second == 0) {
+        folded = FoldBatchNorm(current_w(), current_b(), next, version(reader->first),
+                               constant_of(next));
+      }
+      if (!folded) {
+        auto scalar = FusibleScalarStep(next, version(reader->first), reader->second, rank,
+                                        constant_of(next));
+        if (scalar) folded = FoldScalarStep(current_w(), current_b(), *scalar);
+      }
+      if (!folded) break;
+      w = std::move(folded->first);
+      b = std::move(folded->second);
+      absorbed.push_back({reader->first, reader->second});
+      tail = next.outputs[0];
+      reader = uses_->SoleReader(tail);
+    }
+    if (w) {
       const auto w_index = static_cast<int32_t>(plan_->constants.size());
-      plan_->constants.push_back(std::move(folded->first));
-      plan_->constants.push_back(std::move(folded->second));
+      plan_->constants.push_back(std::move(*w));
+      plan_->constants.push_back(std::move(*b));
       step.inputs.resize(3);
       step.inputs[1] = {ValueRef::Source::kConstant, w_index};
       step.inputs[2] = {ValueRef::Source::kConstant, w_index + 1};
@@ -1043,34 +1072,56 @@ FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, std::vector<const
           constants[i] = &plan_->constants[static_cast<size_t>(step.inputs[i].index)];
         }
       }
-      absorbed.push_back({reader->first, 0});
-      tail = bn.outputs[0];
-      reader = uses_->SoleReader(tail);
     }
   }
-  // An activation, then a Max with a constant.
+  // An activation (or HardSwish's four nodes), a Max with a constant, then Mul and Add by
+  // constants.
+  bool activated = false;
   if (reader && reader->second == 0) {
     const NodeDef& next = graph_.nodes[reader->first];
     if (auto a = FusibleActivation(next, version(reader->first), constant_of(next))) {
       act = *a;
+      activated = true;
       absorbed.push_back({reader->first, 0});
       tail = next.outputs[0];
       reader = uses_->SoleReader(tail);
     }
   }
+  if (!activated && !reader) {
+    if (auto hs =
+            MatchHardSwish(graph_, uses_->Readers(tail), *uses_, rank, version, constant_of)) {
+      act = hs->activation;
+      for (const auto& [m, input] : hs->nodes) absorbed.push_back({m, input});
+      tail = hs->output;
+      reader = uses_->SoleReader(tail);
+    }
+  }
   if (reader) {
     const NodeDef& next = graph_.nodes[reader->first];
-    size_t rank = 0;
-    if (node.op_type == "Gemm") {
-      rank = 2;
-    } else if (types[0]->shape()) {
-      rank = types[0]->shape()->size();
-    }
     if (auto lower = FusibleMaxBound(next, version(reader->first), reader->second, rank,
                                      constant_of(next))) {
       act.lower = std::max(act.lower, *lower);
       absorbed.push_back({reader->first, reader->second});
+      tail = next.outputs[0];
+      reader = uses_->SoleReader(tail);
     }
+  }
+  for (bool multiply : {true, false}) {
+    if (!reader) break;
+    const NodeDef& next = graph_.nodes[reader->first];
+    auto scalar =
+        FusibleScalarStep(next, version(reader->first), reader->second, rank, constant_of(next));
+    if (!scalar || scalar->multiply != multiply) continue;
+    if (multiply) {
+      act.scaled = true;
+      act.scale = scalar->value;
+    } else {
+      act.shifted = true;
+      act.shift = scalar->value;
+    }
+    absorbed.push_back({reader->first, reader->second});
+    tail = next.outputs[0];
+    reader = uses_->SoleReader(tail);
   }
   return act;
 }

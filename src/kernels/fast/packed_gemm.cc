@@ -160,6 +160,8 @@ HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
     const VF lo = hn::Set(d, act.lower);
     x = hn::IfThenElse(hn::Lt(x, lo), lo, x);
   }
+  if (act.scaled) x = hn::Mul(x, hn::Set(d, act.scale));
+  if (act.shifted) x = hn::Add(x, hn::Set(d, act.shift));
   return x;
 }
 HWY_INLINE VF ActivateKind(DF d, VF x, const Activation& act) {
@@ -182,6 +184,13 @@ HWY_INLINE VF ActivateKind(DF d, VF x, const Activation& act) {
     }
     case Activation::Kind::kSigmoid:
       return sleef_hwy::Sigmoid(d, x);
+    case Activation::Kind::kHardSwish: {
+      const VF lo = hn::Set(d, act.beta);
+      const VF hi = hn::Set(d, act.gamma);
+      VF t = hn::Add(x, hn::Set(d, act.alpha));
+      t = hn::IfThenElse(hn::Lt(t, lo), lo, hn::IfThenElse(hn::Gt(t, hi), hi, t));
+      return hn::Div(hn::Mul(x, t), hn::Set(d, act.delta));
+    }
   }
   return x;
 }
@@ -445,7 +454,8 @@ HWY_EXPORT(ActivateTarget);
 
 void Activate(const Activation& activation, std::span<float> x) {
   if ((activation.kind == Activation::Kind::kNone &&
-       activation.lower == -std::numeric_limits<float>::infinity()) ||
+       activation.lower == -std::numeric_limits<float>::infinity() && !activation.scaled &&
+       !activation.shifted) ||
       x.empty()) {
     return;
   }
