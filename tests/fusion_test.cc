@@ -244,6 +244,27 @@ TEST(FusionTest, LcNetBlockFusesIntoConv) {
   }
 }
 
+TEST(FusionTest, ConstantNodesAfterTheConvStillFuse) {
+  // paddle2onnx writes each HardSwish's 3, 0 and 6 as Constant nodes right before their reader,
+  // after the Conv that absorbs them.
+  Built b = ConvModel(11, true, [](onnx::GraphProto* g, const std::string& in) {
+    for (const auto& [name, v] :
+         {std::pair<std::string, float>{"k3", 3.0f}, {"k0", 0.0f}, {"k6", 6.0f}}) {
+      auto* c = AddNode(g, "Constant", {}, {name}, name + "_node");
+      auto* a = c->add_attribute();
+      a->set_name("value");
+      a->set_type(onnx::AttributeProto::TENSOR);
+      a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+      a->mutable_t()->add_float_data(v);
+    }
+    AddNode(g, "Add", {in, "k3"}, {"p3"}, "add3");
+    AddNode(g, "Clip", {"p3", "k0", "k6"}, {"c06"}, "clip");
+    AddNode(g, "Mul", {in, "c06"}, {"m"}, "mul");
+    AddNode(g, "Div", {"m", "k6"}, {"y"}, "div6");
+  });
+  CheckFused(b, 4, "Constant nodes");
+}
+
 TEST(FusionTest, HardSwishAfterBatchNormFusesIntoConv) {
   // PaddleOCR's mobile cls: Conv -> BatchNormalization -> HardSwish.
   Built b = ConvModel(9, false, [](onnx::GraphProto* g, const std::string& in) {

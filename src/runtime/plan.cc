@@ -769,11 +769,25 @@ class GraphPlanner {
   // A node absorbed by an earlier one: checked like any node, then its output aliases the value
   // it received (which already holds its result).
   Status PlanAbsorbed(size_t n, const std::string& label);
-  // The value of `name` when it is a constant here or in an enclosing graph (never captures).
+  // The value of `name` when it is a constant here or in an enclosing graph (never captures),
+  // including the tensor of a Constant node of this graph not planned yet (exporters put them
+  // anywhere before their first reader, e.g. between a Conv and the activation it fuses).
   const Value* KnownConstant(std::string_view name) const {
     for (const GraphPlanner* p = this; p != nullptr; p = p->parent_) {
       auto it = p->slots_.find(name);
-      if (it == p->slots_.end()) continue;
+      if (it == p->slots_.end()) {
+        if (p != this) continue;
+        auto prod = producer_.find(name);
+        if (prod == producer_.end()) return nullptr;
+        const NodeDef& node = graph_.nodes[static_cast<size_t>(prod->second)];
+        if (node.op_type != "Constant" || !node.domain.empty() || node.outputs.size() != 1 ||
+            node.attributes.size() != 1 || node.attributes[0].name != "value" ||
+            node.attributes[0].kind != Attribute::Kind::kTensor ||
+            node.attributes[0].tensor.is_null() || !node.attributes[0].tensor.is_tensor()) {
+          return nullptr;
+        }
+        return &node.attributes[0].tensor;
+      }
       if (it->second.ref.source != ValueRef::Source::kConstant) return nullptr;
       return &p->plan_->constants[static_cast<size_t>(it->second.ref.index)];
     }
