@@ -419,6 +419,27 @@ T PowElement(T x, T1 y) {
   }
 }
 
+// Whether the fast kernels square: Pow of a float X by a constant exponent of one element equal
+// to 2 (SessionOptions::reference_kernels off).
+bool SquaresFloats(const Facts& facts) {
+  if (facts.context().reference_kernels || !facts.has(0) || facts.element_type(0) != E::kFloat) {
+    return false;
+  }
+  const Value* y = facts.constant(1);
+  if (y == nullptr || !y->is_tensor() || y->tensor().element_count() != 1) return false;
+  const Tensor& t = y->tensor();
+  switch (t.element_type()) {
+    case E::kInt64:
+      return t.data_as<int64_t>()[0] == 2;
+    case E::kInt32:
+      return t.data_as<int32_t>()[0] == 2;
+    default: {
+      const std::vector<double> v = ReadDoubles(t);
+      return v.size() == 1 && v[0] == 2.0;
+    }
+  }
+}
+
 // Pow's base types: int32, int64 and the floats.
 template <class F>
 Status DispatchPowBase(ElementType type, F&& f) {
@@ -455,7 +476,25 @@ KernelSchema PowSchema(int version) {
         return InferBinary(attrs, facts, "Pow", same_types,
                            facts.has(0) ? facts.element_type(0) : E{});
       },
-      [same_types](const BinaryAttrs& attrs, const Facts&) -> Result<std::unique_ptr<Kernel>> {
+      [same_types](const BinaryAttrs& attrs,
+                   const Facts& facts) -> Result<std::unique_ptr<Kernel>> {
+        if (SquaresFloats(facts)) {
+          // The fast kernels' Pow(x, 2) on float: x * x, one rounding (what ONNX Runtime
+          // computes for this exponent; within an ulp of std::pow's result).
+          return KernelOf(
+              attrs,
+              [](const BinaryAttrs& attrs, RunContext& ctx, std::span<const Value* const> inputs,
+                 std::span<Value> outputs) -> Status {
+                const Tensor& x = inputs[0]->tensor();
+                const Tensor& y = inputs[1]->tensor();
+                return DispatchNumeric(y.element_type(), "Pow", [&](auto ytag) {
+                  using T1 = decltype(ytag);
+                  return Emit(outputs[0],
+                              MapBroadcast<float, T1, float>(ctx, attrs, x, y, E::kFloat,
+                                                             [](float v, T1) { return v * v; }));
+                });
+              });
+        }
         return KernelOf(
             attrs,
             [same_types](const BinaryAttrs& attrs, RunContext& ctx,

@@ -364,6 +364,43 @@ TEST(PowTest, FloatsAgainstDouble) {
   EXPECT_EQ(ValuesOf<double>(d)[0], std::sqrt(2.0));
 }
 
+// The fast kernels square a float by a constant exponent 2 (float or integer, of one element):
+// x * x, one rounding; within an ulp of the reference kernel's std::pow.
+TEST(PowTest, ConstantExponentTwoSquares) {
+  std::vector<float> x = {0.0f, -0.0f, 1.5f, -3.25f, 1e20f, -1e-20f, INFINITY, -INFINITY, NAN};
+  for (int i = 0; i < 200; ++i)
+    x.push_back(std::ldexp(static_cast<float>(i) * 0.37f - 37.0f, i % 9 - 4));
+  const auto n = static_cast<int64_t>(x.size());
+  for (const Value& two : {Floats({}, {2.0f}), Floats({1}, {2.0f}), I64({}, {2})}) {
+    auto fast = KernelRunner("Pow", 15).ConstantInput(1).Run({Floats({n}, x), two});
+    auto reference =
+        KernelRunner("Pow", 15).ConstantInput(1).Reference().Run({Floats({n}, x), two});
+    ASSERT_TRUE(fast.ok() && reference.ok());
+    const auto f = ValuesOf<float>((*fast)[0]);
+    const auto r = ValuesOf<float>((*reference)[0]);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float square = x[i] * x[i];
+      if (std::isnan(square)) {
+        EXPECT_TRUE(std::isnan(f[i])) << i;
+        continue;
+      }
+      EXPECT_EQ(std::bit_cast<uint32_t>(f[i]), std::bit_cast<uint32_t>(square)) << i;
+      if (std::isinf(square)) {
+        EXPECT_EQ(r[i], square) << i;
+        continue;
+      }
+      EXPECT_LE(std::abs(static_cast<double>(f[i]) - r[i]),
+                std::abs(static_cast<double>(std::nextafter(r[i], INFINITY)) - r[i]))
+          << i;
+    }
+  }
+  // Another constant exponent, or a fed one, runs std::pow.
+  auto cube =
+      KernelRunner("Pow", 15).ConstantInput(1).Run({Floats({1}, {1.1f}), Floats({}, {3.0f})});
+  ASSERT_TRUE(cube.ok());
+  EXPECT_EQ(ValuesOf<float>((*cube)[0])[0], std::pow(1.1f, 3.0f));
+}
+
 TEST(PowTest, IntegerBases) {
   // Integer exponents: exact, wrapping; negative exponents truncate (0^-n: the minimum, as
   // ONNX Runtime gives on x86-64).

@@ -838,6 +838,13 @@ void FastPatches(const Conv2D& g, const float* xg, float* patches) {
             continue;
           }
           const float* row = xc + iy * g.w;
+          if (g.kw <= 8) {
+            // Short runs (3- and 5-tap kernels): a loop, not three library calls.
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              dst[kx] = kx >= lo && kx < hi ? row[ix0 + kx * g.dw] : 0.0f;
+            }
+            continue;
+          }
           std::fill(dst, dst + lo, 0.0f);
           if (g.dw == 1) {
             std::copy(row + ix0 + lo, row + ix0 + hi, dst + lo);
@@ -894,8 +901,7 @@ class FastConvKernel final : public Kernel {
     if (x.element_type() != ElementType::kFloat || w.element_type() != ElementType::kFloat ||
         (b != nullptr && b->element_type() != ElementType::kFloat) || rank < 3 || rank > 4) {
       IDEM_RETURN_IF_ERROR(reference_.RunWith(ctx, inputs, outputs));
-      if (activation_.kind != fast::Activation::Kind::kNone && !outputs[0].is_null() &&
-          outputs[0].tensor().element_type() == ElementType::kFloat) {
+      if (!outputs[0].is_null() && outputs[0].tensor().element_type() == ElementType::kFloat) {
         const Tensor& t = outputs[0].tensor();
         fast::Activate(activation_, std::span<float>(const_cast<float*>(t.data_as<float>().data()),
                                                      static_cast<size_t>(t.element_count())));
@@ -1130,9 +1136,12 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
 }
 
 Result<std::unique_ptr<Kernel>> CreateConv(const ConvAttrs& a, const Facts& facts) {
-  if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat) {
-    return CreateFastConv(a, facts, fast::Activation::None());
+  const FusedActivation& fused = facts.context().fused_activation;
+  if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat &&
+      !(a.transpose && fused.any())) {
+    return CreateFastConv(a, facts, ToFastActivation(fused));
   }
+  if (fused.any()) return CannotFuse(a.op);
   std::unique_ptr<Kernel> kernel;
   IDEM_RETURN_IF_ERROR(DispatchFloat(facts.element_type(0), a.op, [&](auto tag) {
     using T = decltype(tag);

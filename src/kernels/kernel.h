@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <span>
@@ -157,6 +158,30 @@ class SubgraphPlanner {
                                             std::span<const Type> input_types) = 0;
 };
 
+// An activation the planner fused into the node that produces its input (SessionOptions::
+// reference_kernels off, src/runtime/fusion.h): the kernel applies it to every output element,
+// then the lower bound (a following Max with a constant) and the affine step after it (a Mul and
+// an Add by constants), with the fast kernels' formulas
+// (fast::Activation). Only the fast float Conv, Gemm and MatMul are given one; a kernel that
+// cannot apply it refuses it with an internal error.
+struct FusedActivation {
+  enum class Kind : uint8_t { kNone, kRelu, kLeakyRelu, kClip, kHardSigmoid, kSigmoid, kHardSwish };
+  Kind kind = Kind::kNone;
+  float alpha = 0.0f;
+  float beta = 0.0f;
+  float gamma = 0.0f;
+  float delta = 1.0f;
+  float lower = -std::numeric_limits<float>::infinity();  // max(x, lower) after the activation
+  bool scaled = false;                                    // then x * scale
+  float scale = 1.0f;
+  bool shifted = false;  // then x + shift
+  float shift = 0.0f;
+  bool any() const {
+    return kind != Kind::kNone || lower != -std::numeric_limits<float>::infinity() || scaled ||
+           shifted;
+  }
+};
+
 // What the planner knows about a node when it infers types and creates the kernel.
 struct NodeContext {
   const NodeDef& node;
@@ -172,6 +197,8 @@ struct NodeContext {
   // The session's intra-op threads (SessionOptions::intra_op_threads), or null for the calling
   // thread only. Outlives every kernel created with it.
   const fast::TaskRunner* threads = nullptr;
+  // The activation fused into this node (none unless the planner fused one).
+  FusedActivation fused_activation = {};
 };
 
 // What inference says about a node's outputs: their types (with shapes where known) and, where

@@ -333,9 +333,11 @@ Status RunMatMul(RunContext& ctx, const Tensor& a, const Tensor& b, Value& out) 
 Result<std::unique_ptr<Kernel>> CreateFastMatMul(const Facts& facts, fast::Activation activation);
 
 Result<std::unique_ptr<Kernel>> CreateMatMul(const MatMulAttrs& attrs, const Facts& facts) {
+  const FusedActivation& fused = facts.context().fused_activation;
   if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat) {
-    return CreateFastMatMul(facts, fast::Activation::None());
+    return CreateFastMatMul(facts, ToFastActivation(fused));
   }
+  if (fused.any()) return CannotFuse("MatMul");
   return MakeFunctionKernel(attrs,
                             [](const MatMulAttrs&, RunContext& ctx,
                                std::span<const Value* const> in, std::span<Value> out) -> Status {
@@ -519,9 +521,11 @@ Result<std::unique_ptr<Kernel>> CreateFastGemm(const GemmAttrs& g, const Facts& 
                                                fast::Activation activation);
 
 Result<std::unique_ptr<Kernel>> CreateGemm(const GemmAttrs& attrs, const Facts& facts) {
+  const FusedActivation& fused = facts.context().fused_activation;
   if (!facts.context().reference_kernels && facts.element_type(0) == ElementType::kFloat) {
-    return CreateFastGemm(attrs, facts, fast::Activation::None());
+    return CreateFastGemm(attrs, facts, ToFastActivation(fused));
   }
+  if (fused.any()) return CannotFuse("Gemm");
   return MakeFunctionKernel(attrs,
                             [](const GemmAttrs& g, RunContext& ctx,
                                std::span<const Value* const> in, std::span<Value> out) -> Status {

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/kernels/fast/packed_gemm.h"
 #include "src/kernels/kernel.h"
 
 namespace idem {
@@ -306,6 +307,33 @@ std::vector<int64_t> RowMajorStrides(std::span<const int64_t> shape);
 // dim known: the model is refused at Session::Create) and at run time. `op` names the operator,
 // `unit` what was counted ("multiply-adds (outputs x C/group x kernel)").
 Status CheckWork(const Limits& limits, double work, std::string_view op, std::string_view unit);
+
+// ---- Fast kernels (added for issue 18) ---------------------------------------------------------
+
+// The planner's fused activation (NodeContext::fused_activation) as the fast kernels' epilogue.
+inline fast::Activation ToFastActivation(const FusedActivation& a) {
+  fast::Activation out;
+  out.kind = static_cast<fast::Activation::Kind>(a.kind);
+  out.alpha = a.alpha;
+  out.beta = a.beta;
+  out.gamma = a.gamma;
+  out.delta = a.delta;
+  out.lower = a.lower;
+  out.scaled = a.scaled;
+  out.scale = a.scale;
+  out.shifted = a.shifted;
+  out.shift = a.shift;
+  return out;
+}
+static_assert(static_cast<int>(FusedActivation::Kind::kHardSwish) ==
+              static_cast<int>(fast::Activation::Kind::kHardSwish));
+
+// The refusal of a kernel given an activation to fuse that its path cannot apply.
+inline Status CannotFuse(std::string_view op) {
+  return Status(
+      StatusCode::kInternal,
+      fmt::format("{}: the planner fused an activation into a kernel that cannot apply it", op));
+}
 
 }  // namespace idem
 

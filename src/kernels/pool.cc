@@ -300,8 +300,52 @@ AxisWindows MakeWindows(const PoolAttrs& a, size_t i, int64_t in, const PoolAxis
   return w;
 }
 
+// The fast kernels' 2-D float MaxPool / AveragePool (SessionOptions::reference_kernels off): the
+// reference loop below specialized to two spatial axes, the same taps in the same order, so the
+// same bits (max: the first of the largest, NaN only when every tap is NaN; average: the taps
+// summed in double in row-major order, divided once).
+void Pool2D(const PoolAttrs& a, const float* x, int64_t planes, int64_t h, int64_t w,
+            const std::vector<AxisWindows>& axes, float* y) {
+  const AxisWindows& ay = axes[0];
+  const AxisWindows& ax = axes[1];
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* plane = x + p * h * w;
+    for (int64_t oy = 0; oy < ay.out; ++oy) {
+      const int64_t y0 = oy * ay.stride - ay.pad_begin;
+      const int64_t ty_lo = ay.lo[oy], ty_hi = ay.hi[oy];
+      for (int64_t ox = 0; ox < ax.out; ++ox, ++y) {
+        const int64_t x0 = ox * ax.stride - ax.pad_begin;
+        const int64_t tx_lo = ax.lo[ox], tx_hi = ax.hi[ox];
+        if (a.kind == PoolKind::kMax) {
+          float best = plane[(y0 + ty_lo * ay.dilation) * w + x0 + tx_lo * ax.dilation];
+          for (int64_t ty = ty_lo; ty < ty_hi; ++ty) {
+            const float* row = plane + (y0 + ty * ay.dilation) * w + x0;
+            for (int64_t tx = tx_lo; tx < tx_hi; ++tx) {
+              const float v = row[tx * ax.dilation];
+              if (v > best || (std::isnan(best) && !std::isnan(v))) best = v;
+            }
+          }
+          *y = best;
+        } else {
+          double sum = 0;
+          for (int64_t ty = ty_lo; ty < ty_hi; ++ty) {
+            const float* row = plane + (y0 + ty * ay.dilation) * w + x0;
+            for (int64_t tx = tx_lo; tx < tx_hi; ++tx)
+              sum += static_cast<double>(row[tx * ax.dilation]);
+          }
+          const int64_t count = (ty_hi - ty_lo) * (tx_hi - tx_lo);
+          const int64_t pool_size = ay.padded[oy] * ax.padded[ox];
+          *y = static_cast<float>(sum /
+                                  static_cast<double>(a.count_include_pad ? pool_size : count));
+        }
+      }
+    }
+  }
+}
+
 template <class T>
-Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<Value> outputs) {
+Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<Value> outputs,
+               bool fast) {
   using C = ComputeType<T>;
   const auto xs = x.shape();
   IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> ys, PoolShape<int64_t>(a, xs));
@@ -360,6 +404,12 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
     }
   }
   const std::byte* px = x.data().data();
+  if constexpr (std::is_same_v<T, float>) {
+    if (fast && k == 2 && indices == nullptr) {
+      Pool2D(a, reinterpret_cast<const float*>(px), planes, xs[2], xs[3], axes, y);
+      return Status();
+    }
+  }
   std::vector<int64_t> opos(k, 0), tap(k, 0);
   int64_t out_index = 0;
   for (int64_t p = 0; p < planes; ++p) {
@@ -449,16 +499,16 @@ Status RunGlobalAverage(RunContext& ctx, const Tensor& x, std::span<Value> outpu
 }
 
 Result<std::unique_ptr<Kernel>> CreatePool(const PoolAttrs& attrs, const Facts& facts) {
-  (void)facts;
+  const bool fast = !facts.context().reference_kernels;
   return MakeFunctionKernel(
       attrs,
-      [](const PoolAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
-         std::span<Value> outputs) -> Status {
+      [fast](const PoolAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
+             std::span<Value> outputs) -> Status {
         const Tensor& x = inputs[0]->tensor();
         auto run = [&](auto tag) -> Status {
           using T = decltype(tag);
           if (a.kind == PoolKind::kGlobalAverage) return RunGlobalAverage<T>(ctx, x, outputs, a);
-          return RunPool<T>(a, ctx, x, outputs);
+          return RunPool<T>(a, ctx, x, outputs, fast);
         };
         if (a.kind == PoolKind::kMax && x.element_type() == ElementType::kInt8)
           return run(int8_t{});

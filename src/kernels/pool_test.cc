@@ -272,6 +272,46 @@ TEST(PoolTest, AgainstTheReference) {
   for (const PoolCase& c : cases) CheckCase(c, seed++);
 }
 
+// The fast 2-D float path (reference_kernels off) gives the reference loop's bits: the same taps
+// in the same order. NaNs, ties, pads, strides, dilations, ceil_mode, count_include_pad.
+TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
+  struct Case {
+    std::vector<int64_t> x, kernel, strides, dilations, pads;
+    int64_t ceil_mode = 0, count_include_pad = 0;
+  };
+  const std::vector<Case> cases = {
+      {{1, 24, 74, 32}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},  // openWakeWord's MaxPool
+      {{2, 3, 9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 1},
+      {{1, 2, 10, 7}, {3, 2}, {1, 2}, {2, 1}, {2, 0, 1, 1}, 1, 0},
+      {{1, 1, 5, 5}, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 3, 8, 9}, {2, 3}, {3, 2}, {1, 2}, {1, 1, 0, 2}, 1, 1},
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    std::vector<float> x = Random(static_cast<size_t>(Count(c.x)), seed++);
+    for (size_t i = 0; i < x.size(); i += 7) x[i] = nan;        // some windows hold NaNs
+    for (size_t i = 3; i < x.size(); i += 11) x[i] = x[i - 1];  // and ties
+    for (const char* op : {"MaxPool", "AveragePool"}) {
+      auto make = [&](bool reference) {
+        KernelRunner r(op, 19);
+        r.IntsAttr("kernel_shape", c.kernel)
+            .IntsAttr("strides", c.strides)
+            .IntsAttr("pads", c.pads)
+            .IntAttr("ceil_mode", c.ceil_mode)
+            .IntsAttr("dilations", c.dilations)
+            .Reference(reference);
+        if (std::string(op) == "AveragePool") r.IntAttr("count_include_pad", c.count_include_pad);
+        return r;
+      };
+      auto fast = make(false).Run({Floats(c.x, x)});
+      auto reference = make(true).Run({Floats(c.x, x)});
+      ASSERT_TRUE(fast.ok() && reference.ok()) << op;
+      EXPECT_EQ(DescribeDifference((*reference)[0], (*fast)[0]), std::nullopt) << op;
+    }
+  }
+}
+
 TEST(PoolTest, AutoPad) {
   // in 7, kernel 3, stride 2: SAME out = ceil(7/2) = 4, total pad = 3*2 + 3 - 7 = 2 (1 / 1).
   // in 6: out 3, total = 2*2 + 3 - 6 = 1: SAME_UPPER pads 0/1, SAME_LOWER 1/0.

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "src/core/text.h"
+#include "src/runtime/fusion.h"
 
 namespace idem {
 namespace {
@@ -245,6 +246,9 @@ class GraphPlanner {
     IDEM_RETURN_IF_ERROR(BindInputs(formal_types));
     IDEM_RETURN_IF_ERROR(IndexProducers());
     IDEM_RETURN_IF_ERROR(ResolveKernels());
+    absorbed_by_.assign(graph_.nodes.size(), -1);
+    absorbed_input_.assign(graph_.nodes.size(), 0);
+    if (!options_.reference_kernels) uses_ = std::make_unique<ValueUses>(graph_);
     for (size_t n = 0; n < graph_.nodes.size(); ++n) IDEM_RETURN_IF_ERROR(PlanNode(n));
     IDEM_RETURN_IF_ERROR(BindOutputs());
     ComputeLiveness();
@@ -752,6 +756,45 @@ class GraphPlanner {
     return opsets_override_ != nullptr ? *opsets_override_ : graph_.opsets;
   }
 
+  // Fusion (src/runtime/fusion.h): what node n (a Conv, Gemm or MatMul about to be planned)
+  // absorbs. Folds a following BatchNormalization into new constant weights (updating the step's
+  // inputs, `types` and `constants`) and gives the epilogue of the activations after it; the
+  // absorbed nodes are listed in `absorbed` (with the input their value arrives on).
+  struct Absorbed {
+    size_t node;
+    size_t input;
+  };
+  FusedActivation PlanFusion(size_t n, Step& step, std::vector<const Type*>& types,
+                             std::vector<const Value*>& constants, std::vector<Type>& type_storage,
+                             std::vector<Absorbed>& absorbed);
+  // A node absorbed by an earlier one: checked like any node, then its output aliases the value
+  // it received (which already holds its result).
+  Status PlanAbsorbed(size_t n, const std::string& label);
+  // The value of `name` when it is a constant here or in an enclosing graph (never captures),
+  // including the tensor of a Constant node of this graph not planned yet (exporters put them
+  // anywhere before their first reader, e.g. between a Conv and the activation it fuses).
+  const Value* KnownConstant(std::string_view name) const {
+    for (const GraphPlanner* p = this; p != nullptr; p = p->parent_) {
+      auto it = p->slots_.find(name);
+      if (it == p->slots_.end()) {
+        if (p != this) continue;
+        auto prod = producer_.find(name);
+        if (prod == producer_.end()) return nullptr;
+        const NodeDef& node = graph_.nodes[static_cast<size_t>(prod->second)];
+        if (node.op_type != "Constant" || !node.domain.empty() || node.outputs.size() != 1 ||
+            node.attributes.size() != 1 || node.attributes[0].name != "value" ||
+            node.attributes[0].kind != Attribute::Kind::kTensor ||
+            node.attributes[0].tensor.is_null() || !node.attributes[0].tensor.is_tensor()) {
+          return nullptr;
+        }
+        return &node.attributes[0].tensor;
+      }
+      if (it->second.ref.source != ValueRef::Source::kConstant) return nullptr;
+      return &p->plan_->constants[static_cast<size_t>(it->second.ref.index)];
+    }
+    return nullptr;
+  }
+
   const GraphDef& graph_;
   const std::map<std::string, int64_t>* opsets_override_ = nullptr;
   const KernelRegistry& registry_;
@@ -767,6 +810,10 @@ class GraphPlanner {
   size_t node_lines_count_ = 0;
   std::vector<const KernelSchema*> schemas_;
   std::string node_lines_;
+  std::unique_ptr<ValueUses> uses_;  // null with reference kernels (nothing is fused)
+  // Per node: the producer that absorbed it (-1: none) and the input its value arrives on.
+  std::vector<int> absorbed_by_;
+  std::vector<size_t> absorbed_input_;
 };
 
 // The SubgraphPlanner handed to one node's kernel schema: plans each of the node's graphs once,
@@ -868,6 +915,7 @@ Status GraphPlanner::PlanNode(size_t n) {
   const NodeDef& node = graph_.nodes[n];
   const KernelSchema& schema = *schemas_[n];
   const std::string label = StepLabel(node, n, schema);
+  if (absorbed_by_[n] >= 0) return PlanAbsorbed(n, label);
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
   Step step;
   std::vector<const Type*> input_types;
@@ -889,10 +937,18 @@ Status GraphPlanner::PlanNode(size_t n) {
       all_constant = false;
     }
   }
+  // Fusion: a BatchNormalization folded into the weights, activations into the epilogue.
+  std::vector<Type> fused_types;
+  std::vector<Absorbed> absorbed;
+  FusedActivation fused;
+  if (uses_ != nullptr) {
+    fused = PlanFusion(n, step, input_types, constant_inputs, fused_types, absorbed);
+  }
   NodeContext context{node,       schema.since_version, input_types, options_.limits,
                       &subgraphs, constant_inputs};
   context.reference_kernels = options_.reference_kernels;
   context.threads = program_.threads;
+  context.fused_activation = fused;
   auto prepared = schema.prepare(context);
   if (!prepared.ok()) return std::move(prepared).take_status().WithContext(label);
   std::vector<Type>* inferred = &prepared->inference.types;
@@ -947,6 +1003,165 @@ Status GraphPlanner::PlanNode(size_t n) {
   step.reuses_input0 = schema.reuses_input0;
   plan.max_step_inputs = std::max(plan.max_step_inputs, step.inputs.size());
   plan.steps.push_back(std::move(step));
+  for (const Absorbed& a : absorbed) {
+    absorbed_by_[a.node] = static_cast<int>(n);
+    absorbed_input_[a.node] = a.input;
+  }
+  return {};
+}
+
+FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, std::vector<const Type*>& types,
+                                         std::vector<const Value*>& constants,
+                                         std::vector<Type>& type_storage,
+                                         std::vector<Absorbed>& absorbed) {
+  FusedActivation act;
+  const NodeDef& node = graph_.nodes[n];
+  const bool conv = node.op_type == "Conv";
+  if (!node.domain.empty() || (!conv && node.op_type != "Gemm" && node.op_type != "MatMul") ||
+      node.outputs.size() != 1 || node.outputs[0].empty() || types.empty() || types[0] == nullptr ||
+      !types[0]->is_tensor() || types[0]->element_type() != ElementType::kFloat) {
+    return act;
+  }
+  std::function<ConstantOf(const NodeDef&)> constant_of = [this](const NodeDef& reader) {
+    return ConstantOf([this, &reader](size_t i) -> const Value* {
+      return i < reader.inputs.size() && !reader.inputs[i].empty() ? KnownConstant(reader.inputs[i])
+                                                                   : nullptr;
+    });
+  };
+  std::function<int(size_t)> version = [this](size_t m) { return schemas_[m]->since_version; };
+  // The rank a constant operand may have without changing the output's shape.
+  size_t rank = 0;
+  if (node.op_type == "Gemm") {
+    rank = 2;
+  } else if (types[0]->shape()) {
+    rank = types[0]->shape()->size();
+  }
+  std::string_view tail = node.outputs[0];
+  auto reader = uses_->SoleReader(tail);
+  // BatchNormalization, and Mul / Add by scalar constants, into the Conv's constant weights.
+  if (conv && constants.size() > 1 && constants[1] != nullptr &&
+      (types.size() < 3 || types[2] == nullptr || constants[2] != nullptr)) {
+    std::optional<Value> w, b;
+    auto current_w = [&]() -> const Value& { return w ? *w : *constants[1]; };
+    auto current_b = [&]() -> const Value* {
+      if (b) return &*b;
+      return types.size() > 2 && types[2] != nullptr ? constants[2] : nullptr;
+    };
+    while (reader) {
+      const NodeDef& next = graph_.nodes[reader->first];
+      std::optional<std::pair<Value, Value>> folded;
+      if (reader->second == 0) {
+        folded = FoldBatchNorm(current_w(), current_b(), next, version(reader->first),
+                               constant_of(next));
+      }
+      if (!folded) {
+        auto scalar = FusibleScalarStep(next, version(reader->first), reader->second, rank,
+                                        constant_of(next));
+        if (scalar) folded = FoldScalarStep(current_w(), current_b(), *scalar);
+      }
+      if (!folded) break;
+      w = std::move(folded->first);
+      b = std::move(folded->second);
+      absorbed.push_back({reader->first, reader->second});
+      tail = next.outputs[0];
+      reader = uses_->SoleReader(tail);
+    }
+    if (w) {
+      const auto w_index = static_cast<int32_t>(plan_->constants.size());
+      plan_->constants.push_back(std::move(*w));
+      plan_->constants.push_back(std::move(*b));
+      step.inputs.resize(3);
+      step.inputs[1] = {ValueRef::Source::kConstant, w_index};
+      step.inputs[2] = {ValueRef::Source::kConstant, w_index + 1};
+      type_storage.reserve(2);
+      type_storage.push_back(plan_->constants[static_cast<size_t>(w_index)].type());
+      type_storage.push_back(plan_->constants[static_cast<size_t>(w_index) + 1].type());
+      types.resize(3);
+      types[1] = &type_storage[0];
+      types[2] = &type_storage[1];
+      constants.resize(3);
+      // Pointers into the plan's constants may have moved: take them all again.
+      for (size_t i = 0; i < constants.size(); ++i) {
+        if (step.inputs[i].source == ValueRef::Source::kConstant) {
+          constants[i] = &plan_->constants[static_cast<size_t>(step.inputs[i].index)];
+        }
+      }
+    }
+  }
+  // An activation (or HardSwish's four nodes), a Max with a constant, then Mul and Add by
+  // constants.
+  bool activated = false;
+  if (reader && reader->second == 0) {
+    const NodeDef& next = graph_.nodes[reader->first];
+    if (auto a = FusibleActivation(next, version(reader->first), constant_of(next))) {
+      act = *a;
+      activated = true;
+      absorbed.push_back({reader->first, 0});
+      tail = next.outputs[0];
+      reader = uses_->SoleReader(tail);
+    }
+  }
+  if (!activated && !reader) {
+    if (auto hs =
+            MatchHardSwish(graph_, uses_->Readers(tail), *uses_, rank, version, constant_of)) {
+      act = hs->activation;
+      for (const auto& [m, input] : hs->nodes) absorbed.push_back({m, input});
+      tail = hs->output;
+      reader = uses_->SoleReader(tail);
+    }
+  }
+  if (reader) {
+    const NodeDef& next = graph_.nodes[reader->first];
+    if (auto lower = FusibleMaxBound(next, version(reader->first), reader->second, rank,
+                                     constant_of(next))) {
+      act.lower = std::max(act.lower, *lower);
+      absorbed.push_back({reader->first, reader->second});
+      tail = next.outputs[0];
+      reader = uses_->SoleReader(tail);
+    }
+  }
+  for (bool multiply : {true, false}) {
+    if (!reader) break;
+    const NodeDef& next = graph_.nodes[reader->first];
+    auto scalar =
+        FusibleScalarStep(next, version(reader->first), reader->second, rank, constant_of(next));
+    if (!scalar || scalar->multiply != multiply) continue;
+    if (multiply) {
+      act.scaled = true;
+      act.scale = scalar->value;
+    } else {
+      act.shifted = true;
+      act.shift = scalar->value;
+    }
+    absorbed.push_back({reader->first, reader->second});
+    tail = next.outputs[0];
+    reader = uses_->SoleReader(tail);
+  }
+  return act;
+}
+
+Status GraphPlanner::PlanAbsorbed(size_t n, const std::string& label) {
+  const NodeDef& node = graph_.nodes[n];
+  const KernelSchema& schema = *schemas_[n];
+  IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
+  Step step;
+  std::vector<const Type*> input_types;
+  IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
+  std::unordered_map<std::string, std::pair<Type, std::string>> bound;
+  IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
+  const NamedSlot* slot = FindLocal(node.inputs[absorbed_input_[n]]);
+  if (slot == nullptr) {
+    return Status(StatusCode::kInternal, fmt::format("{}: the fused value is not planned", label));
+  }
+  NamedSlot alias = *slot;
+  std::vector<Type> produced(node.outputs.size(), alias.type);
+  IDEM_RETURN_IF_ERROR(CheckOutputTypes(node, schema, label, produced, bound));
+  const auto producer = static_cast<size_t>(absorbed_by_[n]);
+  AddNodeLine(node, label,
+              fmt::format("  (fused into {})",
+                          StepLabel(graph_.nodes[producer], producer, *schemas_[producer])));
+  alias.producer = static_cast<int>(n);
+  slots_[node.outputs[0]] = alias;
   return {};
 }
 

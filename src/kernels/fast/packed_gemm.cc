@@ -9,6 +9,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <utility>
 
@@ -152,7 +153,18 @@ HWY_INLINE void StoreStrided(VF v, DF d, float* p, int64_t stride, int count) {
 // propagates through every activation, and the bits are the same everywhere. Each is the plain
 // formula with one IEEE rounding per operation (HardSigmoid: alpha * x, then + beta, unfused),
 // so fusing an activation into the product gives the bits of applying it afterwards.
+HWY_INLINE VF ActivateKind(DF d, VF x, const Activation& act);
 HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
+  x = ActivateKind(d, x, act);
+  if (act.lower != -std::numeric_limits<float>::infinity()) {
+    const VF lo = hn::Set(d, act.lower);
+    x = hn::IfThenElse(hn::Lt(x, lo), lo, x);
+  }
+  if (act.scaled) x = hn::Mul(x, hn::Set(d, act.scale));
+  if (act.shifted) x = hn::Add(x, hn::Set(d, act.shift));
+  return x;
+}
+HWY_INLINE VF ActivateKind(DF d, VF x, const Activation& act) {
   switch (act.kind) {
     case Activation::Kind::kNone:
       return x;
@@ -172,6 +184,13 @@ HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
     }
     case Activation::Kind::kSigmoid:
       return sleef_hwy::Sigmoid(d, x);
+    case Activation::Kind::kHardSwish: {
+      const VF lo = hn::Set(d, act.beta);
+      const VF hi = hn::Set(d, act.gamma);
+      VF t = hn::Add(x, hn::Set(d, act.alpha));
+      t = hn::IfThenElse(hn::Lt(t, lo), lo, hn::IfThenElse(hn::Gt(t, hi), hi, t));
+      return hn::Div(hn::Mul(x, t), hn::Set(d, act.delta));
+    }
   }
   return x;
 }
@@ -434,7 +453,12 @@ HWY_EXPORT(DepthwiseTarget);
 HWY_EXPORT(ActivateTarget);
 
 void Activate(const Activation& activation, std::span<float> x) {
-  if (activation.kind == Activation::Kind::kNone || x.empty()) return;
+  if ((activation.kind == Activation::Kind::kNone &&
+       activation.lower == -std::numeric_limits<float>::infinity() && !activation.scaled &&
+       !activation.shifted) ||
+      x.empty()) {
+    return;
+  }
   HWY_DYNAMIC_DISPATCH(ActivateTarget)(activation, x.data(), static_cast<int64_t>(x.size()));
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 
@@ -36,10 +37,23 @@ struct Activation {
     kClip,         // min(max(x, alpha), beta) (alpha = min, beta = max); NaN stays NaN
     kHardSigmoid,  // max(0, min(1, alpha * x + beta)) (a multiply, then an add)
     kSigmoid,      // (x < 0 ? e : 1) / (1 + e), e = exp(-|x|) from SLEEF (vector_math.h)
+    // (x * clip(x + alpha, beta, gamma)) / delta, one rounding per operation (HardSwish as
+    // exporters write it: Add 3, Clip 0..6, Mul, Div 6)
+    kHardSwish,
   };
   Kind kind = Kind::kNone;
   float alpha = 0.0f;
   float beta = 0.0f;
+  float gamma = 0.0f;
+  float delta = 1.0f;
+  // Then x < lower ? lower : x (a Max with a constant after the activation; NaN stays NaN),
+  // then x * scale (with `scaled`), then x + shift (with `shifted`): an affine step after the
+  // activation (PP-LCNet's learnable affine block), one rounding each.
+  float lower = -std::numeric_limits<float>::infinity();
+  bool scaled = false;
+  float scale = 1.0f;
+  bool shifted = false;
+  float shift = 0.0f;
 
   static Activation None() { return {}; }
   static Activation Relu() { return {Kind::kRelu, 0.0f, 0.0f}; }

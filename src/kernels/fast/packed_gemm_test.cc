@@ -40,7 +40,15 @@ std::vector<float> RandomValues(size_t n, std::mt19937& rng, float lo = -1.0f, f
 }
 
 // The activation of the contract, in scalar float (the same formulas as the kernel).
+float ActivateKindScalar(float x, const Activation& act);
 float ActivateScalar(float x, const Activation& act) {
+  x = ActivateKindScalar(x, act);
+  if (x < act.lower) x = act.lower;
+  if (act.scaled) x = x * act.scale;
+  if (act.shifted) x = x + act.shift;
+  return x;
+}
+float ActivateKindScalar(float x, const Activation& act) {
   switch (act.kind) {
     case Kind::kNone:
       return x;
@@ -58,11 +66,24 @@ float ActivateScalar(float x, const Activation& act) {
       const float e = Sleef_finz_expf1_u10purecfma(-std::abs(x));
       return (x < 0.0f ? e : 1.0f) / (1.0f + e);
     }
+    case Kind::kHardSwish: {
+      float t = x + act.alpha;
+      t = t < act.beta ? act.beta : (t > act.gamma ? act.gamma : t);
+      return (x * t) / act.delta;
+    }
   }
   return x;
 }
 
+double ActivateKindDouble(double x, const Activation& act);
 double ActivateDouble(double x, const Activation& act) {
+  x = ActivateKindDouble(x, act);
+  if (x < act.lower) x = act.lower;
+  if (act.scaled) x = x * act.scale;
+  if (act.shifted) x = x + act.shift;
+  return x;
+}
+double ActivateKindDouble(double x, const Activation& act) {
   switch (act.kind) {
     case Kind::kNone:
       return x;
@@ -76,8 +97,26 @@ double ActivateDouble(double x, const Activation& act) {
       return std::min(1.0, std::max(0.0, double{act.alpha} * x + act.beta));
     case Kind::kSigmoid:
       return 1.0 / (1.0 + std::exp(-x));
+    case Kind::kHardSwish:
+      return x * std::min<double>(std::max<double>(x + act.alpha, act.beta), act.gamma) / act.delta;
   }
   return x;
+}
+
+// HardSwish as exporters write it, then a Max with a constant and an affine step.
+Activation HardSwishAffine() {
+  Activation a;
+  a.kind = Kind::kHardSwish;
+  a.alpha = 3.0f;
+  a.beta = 0.0f;
+  a.gamma = 6.0f;
+  a.delta = 6.0f;
+  a.lower = -0.3f;
+  a.scaled = true;
+  a.scale = 0.75f;
+  a.shifted = true;
+  a.shift = -0.125f;
+  return a;
 }
 
 // One product to check: A (m x k, row stride lda), B as given (k x n or, transposed, n x k, row
@@ -261,7 +300,8 @@ std::vector<Case> ManyCases() {
                              Activation::LeakyRelu(0.1f),
                              Activation::Clip(-0.25f, 0.5f),
                              Activation::HardSigmoid(0.2f, 0.5f),
-                             Activation::Sigmoid()};
+                             Activation::Sigmoid(),
+                             HardSwishAffine()};
   int variant = 0;
   for (int64_t m : kSizes) {
     for (int64_t n : kSizes) {
@@ -402,7 +442,7 @@ TEST(PackedGemm, ZeroSizes) {
 TEST(PackedGemm, NaNPropagatesThroughEveryActivation) {
   for (const Activation& act : {Activation::None(), Activation::Relu(), Activation::LeakyRelu(0.1f),
                                 Activation::Clip(-1.0f, 1.0f), Activation::HardSigmoid(0.2f, 0.5f),
-                                Activation::Sigmoid()}) {
+                                Activation::Sigmoid(), HardSwishAffine()}) {
     std::mt19937 rng(11);
     Case t = MakeCase(3, 40, 5, rng, false, 0.0f, act);
     t.a[1 * t.lda + 2] = std::numeric_limits<float>::quiet_NaN();  // row 1 is all NaN
