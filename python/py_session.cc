@@ -107,11 +107,14 @@ idem::Result<std::vector<idem::Value>> RunWithOptions(
 // Reads idem.SessionOptions-style keyword values into idem::SessionOptions.
 idem::SessionOptions MakeSessionOptions(bool eliminate_identity, bool fold_constants,
                                         const py::dict& limits, const std::string& external_data,
-                                        bool allow_external_hard_links) {
+                                        bool allow_external_hard_links, int intra_op_threads,
+                                        bool reference_kernels) {
   idem::SessionOptions options;
   options.eliminate_identity = eliminate_identity;
   options.fold_constants = fold_constants;
   options.allow_external_hard_links = allow_external_hard_links;
+  options.intra_op_threads = intra_op_threads;  // range checked by Session::Create
+  options.reference_kernels = reference_kernels;
   if (external_data == "map") {
     options.external_data = idem::ExternalDataMode::kMap;
   } else if (external_data == "copy") {
@@ -186,9 +189,10 @@ class PySession {
  public:
   PySession(const py::object& model, bool eliminate_identity, bool fold_constants,
             const std::string& base_dir, const py::dict& limits, const std::string& external_data,
-            bool allow_external_hard_links) {
-    const idem::SessionOptions options = MakeSessionOptions(
-        eliminate_identity, fold_constants, limits, external_data, allow_external_hard_links);
+            bool allow_external_hard_links, int intra_op_threads, bool reference_kernels) {
+    const idem::SessionOptions options =
+        MakeSessionOptions(eliminate_identity, fold_constants, limits, external_data,
+                           allow_external_hard_links, intra_op_threads, reference_kernels);
     py::object source = model;
     if (py::hasattr(source, "SerializeToString") && !py::isinstance<py::bytes>(source)) {
       source = source.attr("SerializeToString")();
@@ -464,10 +468,11 @@ void RegisterSession(py::module_& m) {
 
   py::class_<PySession>(m, "Session")
       .def(py::init<const py::object&, bool, bool, const std::string&, const py::dict&,
-                    const std::string&, bool>(),
+                    const std::string&, bool, int, bool>(),
            py::arg("model"), py::arg("eliminate_identity") = true, py::arg("fold_constants") = true,
            py::arg("base_dir") = "", py::arg("limits") = py::dict(),
-           py::arg("external_data") = "map", py::arg("allow_external_hard_links") = false)
+           py::arg("external_data") = "map", py::arg("allow_external_hard_links") = false,
+           py::arg("intra_op_threads") = 1, py::arg("reference_kernels") = false)
       .def_property_readonly("inputs",
                              [value_info_type](const PySession& s) {
                                return InfoList(s.session().inputs(), value_info_type);

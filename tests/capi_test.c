@@ -436,6 +436,25 @@ static void test_run(idem_session_t* session, int eliminate_identity) {
   MUST(idem_tensor_string(outputs[3], 1, &bytes, &length));
   CHECK(length == 3 && memcmp(bytes, "c\0d", 3) == 0);
 
+  /* Streaming state: an output handle is fed back as the next run's input as it is (no copy, the
+   * pattern of Silero VAD's state); three runs later the bytes are still x's. */
+  {
+    idem_value_t* state = outputs[0];
+    idem_value_t* next[4] = {NULL, NULL, NULL, NULL};
+    int run, k;
+    for (run = 0; run < 3; ++run) {
+      inputs[0] = state;
+      MUST(idem_session_run(session, inputs, 4, next, 4));
+      MUST(idem_tensor_data(next[0], &data));
+      CHECK(data == (const void*)g_x_data);
+      if (state != outputs[0]) idem_value_release(state);
+      state = next[0];
+      for (k = 1; k < 4; ++k) idem_value_release(next[k]);
+    }
+    idem_value_release(state);
+    inputs[0] = f.x;
+  }
+
   /* x's data stays borrowed while an output shares it; released exactly once afterwards. */
   idem_value_release(f.x);
   f.x = NULL;

@@ -41,6 +41,65 @@ TEST(SessionTest, IdentityOutputSharesTheFedBuffer) {
   }
 }
 
+// A streaming LSTM (Silero's shape of state): x [1, 1, 4], h and c [1, 1, 3] in; y_h, y_c out,
+// plus h_seen = Identity(h), which shows the bytes the run received as h.
+onnx::ModelProto StreamingLstm() {
+  auto m = EmptyModel(14, 8);
+  auto* g = m.mutable_graph();
+  AddValueInfo(g->mutable_input(), "x", TensorTypeProto(ElementType::kFloat, {1, 1, 4}));
+  AddValueInfo(g->mutable_input(), "h", TensorTypeProto(ElementType::kFloat, {1, 1, 3}));
+  AddValueInfo(g->mutable_input(), "c", TensorTypeProto(ElementType::kFloat, {1, 1, 3}));
+  for (const char* out : {"y_h", "y_c", "h_seen"}) {
+    AddValueInfo(g->mutable_output(), out, TensorTypeProto(ElementType::kFloat, {1, 1, 3}));
+  }
+  auto add_weights = [&](const std::string& name, int64_t cols) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {int64_t{1}, int64_t{12}, cols}) t->add_dims(d);
+    for (int64_t i = 0; i < 12 * cols; ++i)
+      t->add_float_data(0.05f * static_cast<float>(i % 7) - 0.1f);
+  };
+  add_weights("w", 4);
+  add_weights("r", 3);
+  auto* lstm = AddNode(g, "LSTM", {"x", "w", "r", "", "", "h", "c"}, {"", "y_h", "y_c"}, "lstm");
+  testing::AddIntAttribute(lstm, "hidden_size", 3);
+  AddNode(g, "Identity", {"h"}, {"h_seen"}, "seen");
+  return m;
+}
+
+TEST(SessionTest, StreamingStateIsFedBackWithoutACopy) {
+  // The state pattern of Silero VAD and openWakeWord: each run's state outputs are the next run's
+  // state inputs. Values are immutable and shared, so feeding the output Value back costs no copy;
+  // the results are those of feeding copies of the same bytes.
+  Session s = testing::MustCreate(StreamingLstm());
+  Value h = Floats({1, 1, 3}, {0, 0, 0});
+  Value c = Floats({1, 1, 3}, {0, 0, 0});
+  Value h_copy = h, c_copy = c;
+  for (int chunk = 0; chunk < 5; ++chunk) {
+    Value x = Floats({1, 1, 4}, {0.5f * static_cast<float>(chunk), -1.0f, 0.25f, 2.0f});
+    auto out = s.Run({x, h, c}).value();
+    // The h this run read is the previous run's y_h itself, not a copy of it.
+    EXPECT_EQ(out[2].tensor().data().data(), h.tensor().data().data()) << chunk;
+    auto copied = s.Run({x, h_copy, c_copy}).value();
+    ASSERT_TRUE(out[0].tensor().data().size() == 12 && copied[0].tensor().data().size() == 12);
+    EXPECT_EQ(std::memcmp(out[0].tensor().data().data(), copied[0].tensor().data().data(), 12), 0);
+    EXPECT_EQ(std::memcmp(out[1].tensor().data().data(), copied[1].tensor().data().data(), 12), 0);
+    h = out[0];
+    c = out[1];
+    h_copy = Value::MakeTensor(ElementType::kFloat, {1, 1, 3},
+                               Buffer::CopyOf(copied[0].tensor().data().bytes()).value())
+                 .value();
+    c_copy = Value::MakeTensor(ElementType::kFloat, {1, 1, 3},
+                               Buffer::CopyOf(copied[1].tensor().data().bytes()).value())
+                 .value();
+  }
+  // The state moved: five steps of a non-zero input leave a non-zero h.
+  float h0 = 0;
+  std::memcpy(&h0, h.tensor().data().data(), sizeof(float));
+  EXPECT_NE(h0, 0.0f);
+}
+
 TEST(SessionTest, ErrorNamesNodeInputAndRule) {
   auto seq = SequenceTypeProto(TensorTypeProto(ElementType::kFloat, {}));
   Status e = PlanError(IdentityChain(seq, 13));

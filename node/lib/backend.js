@@ -75,6 +75,8 @@ function parseSessionOptions(options) {
       throw invalid(RangeError, `'${key}' is invalid: ${n}`);
     }
   }
+  // onnxruntime's 0 (its default) is idem's default, one thread; idem caps the count at 1024.
+  if (options.intraOpNumThreads) idem.intraOpThreads = Math.min(options.intraOpNumThreads, 1024);
   if (options.graphOptimizationLevel !== undefined) {
     const level = options.graphOptimizationLevel;
     if (typeof level !== 'string') {

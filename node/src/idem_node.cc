@@ -2,7 +2,8 @@
 // Node-API (node-addon-api). lib/backend.js turns it into onnxruntime-node's API; this file only
 // loads, describes and runs, using idem's public C++ API (include/idem).
 //
-//   createSession(pathOrUint8Array, {eliminateIdentity, foldConstants}) -> Promise<Session>
+//   createSession(pathOrUint8Array, {eliminateIdentity, foldConstants, intraOpThreads})
+//     -> Promise<Session>
 //   Session.inputs / .outputs: [{name, isTensor, type (ONNX code), shape: [number|string]}]
 //   Session.run(feeds[], outputIndices[], terminate) -> Promise<[{type, dims, data}]>
 //   Session.release()
@@ -650,7 +651,8 @@ void CreateWorker::OnOK() {
   deferred_.Resolve(object);
 }
 
-// createSession(pathOrUint8Array, {eliminateIdentity, foldConstants}) -> Promise<IdemSession>
+// createSession(pathOrUint8Array, {eliminateIdentity, foldConstants, intraOpThreads})
+//   -> Promise<IdemSession>
 Napi::Value CreateSession(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 2 || !info[1].IsObject()) {
@@ -661,6 +663,9 @@ Napi::Value CreateSession(const Napi::CallbackInfo& info) {
   if (o.Has("eliminateIdentity"))
     options.eliminate_identity = o.Get("eliminateIdentity").ToBoolean();
   if (o.Has("foldConstants")) options.fold_constants = o.Get("foldConstants").ToBoolean();
+  if (o.Has("intraOpThreads")) {
+    options.intra_op_threads = o.Get("intraOpThreads").ToNumber().Int32Value();
+  }
   CreateWorker* worker = nullptr;
   if (info[0].IsString()) {
     worker = new CreateWorker(env, info[0].As<Napi::String>().Utf8Value(), idem::Buffer(), false,

@@ -183,6 +183,11 @@ class Session:
         allow_external_hard_links: accept external-data files that have more than one hard link.
         fold_constants: compute at load every value the constants determine (off only to
             measure or debug; results are the same).
+        intra_op_threads: threads one large product (Conv, Gemm, MatMul) may be split over, the
+            calling thread included (1..1024; default 1). The workers sleep between products,
+            never spin; results are the same bits for every count.
+        reference_kernels: run every operator on its reference kernel (the fast kernels' oracle;
+            results differ from the default's in the last bits).
 
     Raises:
         Error: the model cannot be read, breaks an ONNX rule or uses something idem lacks
@@ -190,13 +195,15 @@ class Session:
     """
 
     def __init__(self, model, eliminate_identity=True, base_dir="", *, limits=None,
-                 external_data="map", allow_external_hard_links=False, fold_constants=True):
+                 external_data="map", allow_external_hard_links=False, fold_constants=True,
+                 intra_op_threads=1, reference_kernels=False):
         try:
             self._session = _idem.Session(
                 model, eliminate_identity=eliminate_identity, fold_constants=fold_constants,
                 base_dir=_os.fspath(base_dir),
                 limits=dict(limits or {}), external_data=external_data,
-                allow_external_hard_links=allow_external_hard_links)
+                allow_external_hard_links=allow_external_hard_links,
+                intra_op_threads=intra_op_threads, reference_kernels=reference_kernels)
         except Error:
             raise
         except Exception as e:

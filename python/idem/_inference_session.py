@@ -2,8 +2,8 @@
 
 Code written against ``onnxruntime`` runs unchanged for the calls listed in docs/python.md
 (``sess.run(None, {"x": a})``, ``get_inputs()[0].name``, ``get_modelmeta()``, ...). Differences
-that remain are deliberate and documented there: idem runs on the caller's thread, on the CPU,
-bit-exactly, and refuses what it cannot do instead of ignoring it.
+that remain are deliberate and documented there: idem runs on the caller's thread (plus sleeping
+workers for large products with intra_op_num_threads > 1), on the CPU, bit-exactly, and refuses what it cannot do instead of ignoring it.
 """
 
 import enum
@@ -46,8 +46,8 @@ class ExecutionMode(enum.IntEnum):
 
 
 # Session config entries (SessionOptions.add_session_config_entry) that cannot change what a run
-# computes on idem, which runs on the caller's thread, never spins, and has no arena, pre-packing
-# or ORT-format models: key -> accepted values (None: any). Any other entry is refused when the
+# computes on idem, which never spins (its intra-op workers sleep), packs weights itself and has
+# no arena or ORT-format models: key -> accepted values (None: any). Any other entry is refused when the
 # session is created, naming it (it could change results). The same list as the Node.js package.
 NO_EFFECT_CONFIG = {
     "session.intra_op.allow_spinning": ("0", "1"),
@@ -114,7 +114,7 @@ _SESSION_OPTION_FIELDS = {
                                  lambda n, v: _checked_enum(GraphOptimizationLevel, n, v)),
     "execution_mode": (ExecutionMode.ORT_SEQUENTIAL,
                        lambda n, v: _checked_enum(ExecutionMode, n, v)),
-    "intra_op_num_threads": (0, lambda n, v: _checked_int(n, v, 0, 1 << 16)),
+    "intra_op_num_threads": (0, lambda n, v: _checked_int(n, v, 0, 1024)),
     "inter_op_num_threads": (0, lambda n, v: _checked_int(n, v, 0, 1 << 16)),
     "enable_cpu_mem_arena": (True, _checked_bool),
     "enable_mem_pattern": (True, _checked_bool),
@@ -138,11 +138,14 @@ class SessionOptions:
         graph_optimization_level: a :class:`GraphOptimizationLevel`; ``ORT_DISABLE_ALL`` turns
             off Identity elimination and constant folding, the other levels keep them. Results
             are identical either way.
-        intra_op_num_threads, inter_op_num_threads (ints >= 0), execution_mode
+        intra_op_num_threads: threads one large product may be split over (0, the default:
+            one; at most 1024). The workers sleep between products, never spin; results are the
+            same bits for every count.
+        inter_op_num_threads (ints >= 0), execution_mode
             (:class:`ExecutionMode`), enable_cpu_mem_arena, enable_mem_pattern, enable_mem_reuse,
             use_deterministic_compute, log_severity_level (-1..4), log_verbosity_level, logid,
-            profile_file_prefix: accepted, no effect on results: idem runs each call on the
-            caller's thread, never spins, has no arena, is always deterministic and does not log.
+            profile_file_prefix: accepted, no effect on results: idem has no inter-op
+            parallelism or arena, never spins, is always deterministic and does not log.
         add_session_config_entry(key, value): the entries in ``NO_EFFECT_CONFIG`` (spinning,
             pre-packing, allocators, model format ``ONNX``) are accepted; any other entry makes
             :class:`InferenceSession` raise :class:`idem.NotImplemented` naming it.
@@ -718,7 +721,9 @@ class InferenceSession:
             self._session = Session(
                 path_or_bytes, eliminate_identity=rewrites, fold_constants=rewrites,
                 limits=options.limits, external_data=options.external_data,
-                allow_external_hard_links=options.allow_external_hard_links)._session
+                allow_external_hard_links=options.allow_external_hard_links,
+                # onnxruntime's 0 means "its default"; idem's default is one thread.
+                intra_op_threads=options.intra_op_num_threads or 1)._session
         except Error:
             raise
         except Exception as e:

@@ -88,6 +88,32 @@ class SessionOptionsTest(unittest.TestCase):
             got = idem.InferenceSession(model, sess_options=so).run(None, feeds)
             self.assertEqual([g.tobytes() for g in got], [e.tobytes() for e in expected])
 
+    def test_intra_op_threads_split_large_products_to_the_same_bits(self):
+        # [96, 256] x [256, 256]: 6.3 million multiply-adds, above the split threshold.
+        rng = np.random.default_rng(7)
+        w = rng.standard_normal((256, 256)).astype(np.float32)
+        model = make_model(
+            [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+            [("x", tensor_type(TensorProto.FLOAT, [96, 256]))],
+            [("y", tensor_type(TensorProto.FLOAT, [96, 256]))],
+            initializers=[helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel())],
+            opset=17)
+        x = rng.standard_normal((96, 256)).astype(np.float32)
+        expected = idem.InferenceSession(model).run(None, {"x": x})[0]
+        np.testing.assert_allclose(expected, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+        for threads in (0, 2, 3):
+            so = idem.SessionOptions()
+            so.intra_op_num_threads = threads
+            got = idem.InferenceSession(model, sess_options=so).run(None, {"x": x})[0]
+            self.assertEqual(got.tobytes(), expected.tobytes(), threads)
+        reference = idem.Session(model, reference_kernels=True).run([x])[0]
+        np.testing.assert_allclose(reference, expected, rtol=1e-4, atol=1e-5)
+        for bad in (0, 1025, -1):
+            with self.assertRaisesRegex(idem.InvalidArgument, "intra_op_threads"):
+                idem.Session(model, intra_op_threads=bad)
+        with self.assertRaises(idem.InvalidArgument):
+            idem.SessionOptions().intra_op_num_threads = 1025
+
     def test_config_entries(self):
         model = identity(tensor_type(TensorProto.FLOAT, [1]))
         so = idem.SessionOptions()

@@ -913,6 +913,7 @@ class FastConvKernel final : public Kernel {
     std::vector<Axis> axes;
     IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
                           ConvShape<int64_t>(attrs_, x.shape(), w.shape(), bs, &axes));
+    IDEM_RETURN_IF_ERROR(CheckConvWork<int64_t>(attrs_, x.shape(), w.shape(), shape, ctx.limits()));
     Conv2D g;
     g.n = shape[0];
     g.c = x.shape()[1];

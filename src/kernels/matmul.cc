@@ -576,6 +576,7 @@ class FastGemmKernel final : public Kernel {
                           GemmShape<int64_t>(g_, a.shape(), b.shape(), cs));
     const int64_t m = shape[0], n = shape[1];
     const int64_t k = g_.trans_a ? a.shape()[0] : a.shape()[1];
+    IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "Gemm", ctx.limits()));
     float* y = nullptr;
     IDEM_ASSIGN_OR_RETURN(out[0], AllocateTensorAs(ctx, ElementType::kFloat, shape, &y));
     if (m * n == 0) return {};
@@ -656,6 +657,7 @@ class FastMatMulKernel final : public Kernel {
     IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, MatMulShape<int64_t>(as, bs));
     const int64_t m = as.size() >= 2 ? as[as.size() - 2] : 1;
     const int64_t k = as.back();
+    IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "MatMul", ctx.limits()));
     const int64_t n = bs.size() >= 2 ? bs.back() : 1;
     const std::span<const int64_t> batch_a =
         as.size() > 2 ? as.first(as.size() - 2) : std::span<const int64_t>();

@@ -601,10 +601,13 @@ class FastLstmKernel final : public Kernel {
       if (const Tensor* t = tensor(i)) in[i] = t->shape();
     }
     IDEM_ASSIGN_OR_RETURN(auto shapes, LstmShape<int64_t>(a_, in));
+    // The same bounds as the reference kernel: the node's work, then the lengths' scratch.
+    IDEM_RETURN_IF_ERROR(CheckLstmWork<int64_t>(a_, in, ctx.limits()));
     const Tensor& x = *tensor(kX);
     const int64_t seq = x.shape()[a_.batch_major ? 1 : 0];
     const int64_t batch = x.shape()[a_.batch_major ? 0 : 1];
     const int64_t dirs = a_.directions;
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(batch) * sizeof(int64_t)));
     std::vector<int64_t> lengths(static_cast<size_t>(batch), seq);
     if (const Tensor* sl = tensor(kSeqLens)) {
       const auto v = sl->data_as<int32_t>();

@@ -776,11 +776,12 @@ class GraphPlanner {
   const Value* KnownConstant(std::string_view name) const {
     for (const GraphPlanner* p = this; p != nullptr; p = p->parent_) {
       auto it = p->slots_.find(name);
-      if (it == p->slots_.end()) {
-        if (p != this) continue;
-        auto prod = producer_.find(name);
-        if (prod == producer_.end()) return nullptr;
-        const NodeDef& node = graph_.nodes[static_cast<size_t>(prod->second)];
+      if (it == p->slots_.end()) continue;
+      if (it->second.pending) {
+        // Only this graph's slots are pending while it plans (an enclosing graph planned all
+        // nodes before its subgraphs' readers).
+        if (p != this) return nullptr;
+        const NodeDef& node = graph_.nodes[static_cast<size_t>(it->second.producer)];
         if (node.op_type != "Constant" || !node.domain.empty() || node.outputs.size() != 1 ||
             node.attributes.size() != 1 || node.attributes[0].name != "value" ||
             node.attributes[0].kind != Attribute::Kind::kTensor ||
@@ -1149,7 +1150,9 @@ Status GraphPlanner::PlanAbsorbed(size_t n, const std::string& label) {
   IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
   std::unordered_map<std::string, std::pair<Type, std::string>> bound;
   IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
-  const NamedSlot* slot = FindLocal(node.inputs[absorbed_input_[n]]);
+  auto found = slots_.find(node.inputs[absorbed_input_[n]]);
+  const NamedSlot* slot =
+      found == slots_.end() || found->second.pending ? nullptr : &found->second;
   if (slot == nullptr) {
     return Status(StatusCode::kInternal, fmt::format("{}: the fused value is not planned", label));
   }
