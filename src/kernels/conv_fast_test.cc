@@ -202,7 +202,8 @@ TEST(ConvFast, OtherRanksAndTypesRunTheReferenceKernel) {
   c.same_as_reference = true;
   CheckFast(c, s3.name);
   // float16 takes the reference kernel: the same bits with reference_kernels on or off.
-  const std::vector<float> x = RandomFloats(2 * 3 * 5, 1), w = RandomFloats(4 * 3 * 3, 2);
+  // x is [2, 3, 5] (30 values), w [4, 3, 3] (36).
+  const std::vector<float> x = RandomFloats(size_t{30}, 1), w = RandomFloats(size_t{36}, 2);
   auto make = [] { return KernelRunner("Conv", 11).IntsAttr("pads", {1, 1}); };
   const std::vector<Value> inputs = {FloatTensor(ElementType::kFloat16, {2, 3, 5}, x),
                                      FloatTensor(ElementType::kFloat16, {4, 3, 3}, w)};

@@ -246,9 +246,19 @@ class GraphPlanner {
     IDEM_RETURN_IF_ERROR(BindInputs(formal_types));
     IDEM_RETURN_IF_ERROR(IndexProducers());
     IDEM_RETURN_IF_ERROR(ResolveKernels());
-    absorbed_by_.assign(graph_.nodes.size(), -1);
-    absorbed_input_.assign(graph_.nodes.size(), 0);
-    if (!options_.reference_kernels) uses_ = std::make_unique<ValueUses>(graph_);
+    // Fusion's tables (every value's readers, per-node marks) only for graphs with a producer
+    // to fuse into: a million-node graph without one plans within its memory bound.
+    const bool fusible =
+        !options_.reference_kernels &&
+        std::any_of(graph_.nodes.begin(), graph_.nodes.end(), [](const NodeDef& node) {
+          return node.domain.empty() &&
+                 (node.op_type == "Conv" || node.op_type == "Gemm" || node.op_type == "MatMul");
+        });
+    if (fusible) {
+      absorbed_by_.assign(graph_.nodes.size(), -1);
+      absorbed_input_.assign(graph_.nodes.size(), 0);
+      uses_ = std::make_unique<ValueUses>(graph_);
+    }
     for (size_t n = 0; n < graph_.nodes.size(); ++n) IDEM_RETURN_IF_ERROR(PlanNode(n));
     IDEM_RETURN_IF_ERROR(BindOutputs());
     ComputeLiveness();
@@ -811,7 +821,8 @@ class GraphPlanner {
   size_t node_lines_count_ = 0;
   std::vector<const KernelSchema*> schemas_;
   std::string node_lines_;
-  std::unique_ptr<ValueUses> uses_;  // null with reference kernels (nothing is fused)
+  // Null with reference kernels or nothing to fuse into; then absorbed_by_ is empty too.
+  std::unique_ptr<ValueUses> uses_;
   // Per node: the producer that absorbed it (-1: none) and the input its value arrives on.
   std::vector<int> absorbed_by_;
   std::vector<size_t> absorbed_input_;
@@ -916,7 +927,7 @@ Status GraphPlanner::PlanNode(size_t n) {
   const NodeDef& node = graph_.nodes[n];
   const KernelSchema& schema = *schemas_[n];
   const std::string label = StepLabel(node, n, schema);
-  if (absorbed_by_[n] >= 0) return PlanAbsorbed(n, label);
+  if (!absorbed_by_.empty() && absorbed_by_[n] >= 0) return PlanAbsorbed(n, label);
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
   Step step;
   std::vector<const Type*> input_types;
@@ -1151,8 +1162,7 @@ Status GraphPlanner::PlanAbsorbed(size_t n, const std::string& label) {
   std::unordered_map<std::string, std::pair<Type, std::string>> bound;
   IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
   auto found = slots_.find(node.inputs[absorbed_input_[n]]);
-  const NamedSlot* slot =
-      found == slots_.end() || found->second.pending ? nullptr : &found->second;
+  const NamedSlot* slot = found == slots_.end() || found->second.pending ? nullptr : &found->second;
   if (slot == nullptr) {
     return Status(StatusCode::kInternal, fmt::format("{}: the fused value is not planned", label));
   }

@@ -56,8 +56,7 @@ inline constexpr int64_t kMinParallelFmas = int64_t{1} << 21;
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
-namespace idem::fast {
-namespace HWY_NAMESPACE {
+namespace idem::fast::HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
@@ -65,6 +64,8 @@ using gemm_internal::Problem;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 constexpr int kW = static_cast<int>(HWY_LANES(float));
+// The offset of vector `v` in a row: v lanes-wide steps, in pointer arithmetic's type.
+constexpr ptrdiff_t Lanes(int v) { return ptrdiff_t{v} * kW; }
 static_assert(kPanelWidth % kW == 0, "a vector never straddles two panels");
 
 // Register tiles: kMR rows x kNV vectors of accumulators for m > 1, and 1 x kGemvNV for m == 1
@@ -234,9 +235,9 @@ HWY_NOINLINE void RunTile(const Problem& pr, const float* HWY_RESTRICT a, int64_
         const bool whole = full || v < NV - 1;
         VF old;
         if (transposed_c) {
-          old = LoadStrided(d, c + v * kW * ldc + i, ldc, whole ? kW : last);
+          old = LoadStrided(d, c + Lanes(v) * ldc + i, ldc, whole ? kW : last);
         } else {
-          const float* p = c + i * ldc + v * kW;
+          const float* p = c + i * ldc + Lanes(v);
           old = whole ? hn::LoadU(d, p) : LoadFirst(d, p, last);
         }
         acc[i][v] = pr.beta == 1.0f ? old : hn::Mul(beta, old);
@@ -281,17 +282,17 @@ HWY_NOINLINE void RunTile(const Problem& pr, const float* HWY_RESTRICT a, int64_
       VF x = acc[i][v];
       if (bias != nullptr) {
         const VF bb = ep.bias_per_row ? hn::Set(d, bias[i])
-                      : whole         ? hn::LoadU(d, bias + v * kW)
-                                      : LoadFirst(d, bias + v * kW, last);
+                      : whole         ? hn::LoadU(d, bias + Lanes(v))
+                                      : LoadFirst(d, bias + Lanes(v), last);
         x = hn::Add(x, bb);
       }
       x = Activate(d, x, ep.activation);
       if (transposed_c) {
-        StoreStrided(x, d, c + v * kW * ldc + i, ldc, whole ? kW : last);
+        StoreStrided(x, d, c + Lanes(v) * ldc + i, ldc, whole ? kW : last);
       } else if (whole) {
-        hn::StoreU(x, d, c + i * ldc + v * kW);
+        hn::StoreU(x, d, c + i * ldc + Lanes(v));
       } else {
-        StoreFirst(x, d, c + i * ldc + v * kW, last);
+        StoreFirst(x, d, c + i * ldc + Lanes(v), last);
       }
     }
   }
@@ -399,7 +400,7 @@ void DepthwiseTarget(const DepthwiseProblem& pr) {
       const int last = static_cast<int>(cols - int64_t{vectors - 1} * kW);
       VF acc[kU];
       IDEM_UNROLL
-      for (int u = 0; u < kU; ++u) acc[u] = hn::Zero(d);
+      for (VF& a : acc) a = hn::Zero(d);
       for (int64_t t = 0; t < taps; ++t) {
         const int64_t ky = t / pr.kw, kx = t % pr.kw;
         const int64_t shift = kx * pr.dw;
@@ -408,11 +409,11 @@ void DepthwiseTarget(const DepthwiseProblem& pr) {
         const VF wv = hn::Set(d, pr.w[t]);
         if (vectors == kU && last == kW) {
           IDEM_UNROLL
-          for (int u = 0; u < kU; ++u) acc[u] = Fma(wv, hn::LoadU(d, src + u * kW), acc[u]);
+          for (int u = 0; u < kU; ++u) acc[u] = Fma(wv, hn::LoadU(d, src + Lanes(u)), acc[u]);
         } else {
           for (int u = 0; u < vectors; ++u) {
             const VF xv =
-                u < vectors - 1 ? hn::LoadU(d, src + u * kW) : LoadFirst(d, src + u * kW, last);
+                u < vectors - 1 ? hn::LoadU(d, src + Lanes(u)) : LoadFirst(d, src + Lanes(u), last);
             acc[u] = Fma(wv, xv, acc[u]);
           }
         }
@@ -422,9 +423,9 @@ void DepthwiseTarget(const DepthwiseProblem& pr) {
         if (pr.bias != nullptr) x = hn::Add(x, hn::Set(d, *pr.bias));
         x = Activate(d, x, pr.activation);
         if (u < vectors - 1 || last == kW) {
-          hn::StoreU(x, d, yrow + ox0 + u * kW);
+          hn::StoreU(x, d, yrow + ox0 + Lanes(u));
         } else {
-          StoreFirst(x, d, yrow + ox0 + u * kW, last);
+          StoreFirst(x, d, yrow + ox0 + Lanes(u), last);
         }
       }
     }
@@ -441,8 +442,7 @@ void ActivateTarget(const Activation& act, float* x, int64_t n) {
   }
 }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace idem::fast
+}  // namespace idem::fast::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE

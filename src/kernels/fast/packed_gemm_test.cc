@@ -533,7 +533,7 @@ TEST(PackedGemm, PackBPartsStacksRows) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(whole.data()) % 64, 0u);
   // The padding columns are zeros.
   EXPECT_EQ(whole.panels(), 6);
-  EXPECT_EQ(whole.bytes(), static_cast<size_t>(6 * 16 * (input + hidden)) * sizeof(float));
+  EXPECT_EQ(whole.bytes(), static_cast<size_t>(int64_t{6} * 16 * (input + hidden)) * sizeof(float));
 }
 
 TEST(PackedGemm, PackedBBytes) {

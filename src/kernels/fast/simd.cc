@@ -9,13 +9,11 @@
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
-namespace idem::fast {
-namespace HWY_NAMESPACE {
+namespace idem::fast::HWY_NAMESPACE {
 
 int64_t CurrentTarget() { return HWY_TARGET; }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace idem::fast
+}  // namespace idem::fast::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE

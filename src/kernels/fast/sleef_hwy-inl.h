@@ -65,9 +65,7 @@ inline const Functions& Get() {
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
-namespace idem::fast {
-namespace HWY_NAMESPACE {
-namespace sleef_hwy {
+namespace idem::fast::HWY_NAMESPACE::sleef_hwy {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
@@ -129,9 +127,7 @@ HWY_INLINE hn::Vec<D> Sigmoid(D d, hn::Vec<D> v) {
   return hn::Div(hn::IfThenElse(hn::Lt(v, hn::Zero(d)), e, one), hn::Add(one, e));
 }
 
-}  // namespace sleef_hwy
-}  // namespace HWY_NAMESPACE
-}  // namespace idem::fast
+}  // namespace idem::fast::HWY_NAMESPACE::sleef_hwy
 HWY_AFTER_NAMESPACE();
 
 #endif  // per-target include guard

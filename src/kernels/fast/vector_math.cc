@@ -13,8 +13,7 @@
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
-namespace idem::fast {
-namespace HWY_NAMESPACE {
+namespace idem::fast::HWY_NAMESPACE {
 namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
@@ -49,8 +48,7 @@ void LogTarget(const float* in, float* out, size_t n) { Map<LogV>(in, out, n); }
 void TanhTarget(const float* in, float* out, size_t n) { Map<TanhV>(in, out, n); }
 void SigmoidTarget(const float* in, float* out, size_t n) { Map<SigmoidV>(in, out, n); }
 
-}  // namespace HWY_NAMESPACE
-}  // namespace idem::fast
+}  // namespace idem::fast::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
