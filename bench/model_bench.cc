@@ -20,10 +20,23 @@
 // --write_inputs DIR as raw little-endian float32 files, which bench/ort/ort_models.js feeds to
 // ONNX Runtime, so both runtimes time the same inputs (bench/compare_models.py makes the table).
 //
+// Every Run row also reports `allocs`: operator new calls per Run in the steady state (this
+// binary counts them; idem allocates through operator new).
+//
 //   idem_model_bench --models DIR [--reference] [benchmark flags]
 //   idem_model_bench --write_inputs DIR
+//   idem_model_bench --models DIR --peak_rss MODEL   load + 100 Runs, then the peak RSS (VmHWM)
+//   idem_model_bench --models DIR --rec_widths       PaddleOCR rec over 50 widths, 1000 Runs: the
+//                                                    RSS after the first 50 and at the end
+//   idem_model_bench --models DIR --idle_cpu SECONDS Silero v5 at 31.25 Hz (a chunk per 32 ms)
+//                                                    with 2 intra-op threads (IDLE_THREADS):
+//                                                    process CPU over the CPU time of the Runs
+//                                                    themselves
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,11 +44,62 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "idem/idem.h"
+
+namespace {
+
+// Every operator new of the process, for the `allocs` counter (steady-state allocations per Run).
+std::atomic<uint64_t> g_allocations{0};
+
+}  // namespace
+
+// GCC inlines the replacements below into one another and then sees free() of a new'd pointer;
+// they are this program's only allocator, so the pair always matches.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+void* operator new(size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t size) { return operator new(size); }
+void* operator new(size_t size, std::align_val_t align) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const size_t a = static_cast<size_t>(align);
+  if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t size, std::align_val_t align) { return operator new(size, align); }
+void* operator new(size_t size, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::malloc(size == 0 ? 1 : size);
+}
+void* operator new[](size_t size, const std::nothrow_t& t) noexcept {
+  return operator new(size, t);
+}
+void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  const size_t a = static_cast<size_t>(align);
+  return std::aligned_alloc(a, (size + a - 1) / a * a);
+}
+void* operator new[](size_t size, std::align_val_t align, const std::nothrow_t& t) noexcept {
+  return operator new(size, align, t);
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -203,10 +267,19 @@ void RunOnce(Runner& r) {
   benchmark::DoNotOptimize(out);
 }
 
+// operator new calls per iteration from `before` on, as a benchmark counter.
+void CountAllocations(benchmark::State& state, uint64_t before) {
+  const uint64_t after = g_allocations.load(std::memory_order_relaxed);
+  state.counters["allocs"] = benchmark::Counter(static_cast<double>(after - before) /
+                                                static_cast<double>(state.iterations()));
+}
+
 void BM_Model(benchmark::State& state, const std::string& model) {
   Runner r = MakeRunner(model, static_cast<int>(state.range(0)));
   RunOnce(r);  // warm-up (first-run allocations, caches)
+  const uint64_t before = g_allocations.load(std::memory_order_relaxed);
   for (auto _ : state) RunOnce(r);
+  CountAllocations(state, before);
 }
 
 void BM_OwwFrame(benchmark::State& state) {
@@ -217,11 +290,107 @@ void BM_OwwFrame(benchmark::State& state) {
   RunOnce(mel);
   RunOnce(emb);
   RunOnce(head);
+  const uint64_t before = g_allocations.load(std::memory_order_relaxed);
   for (auto _ : state) {
     RunOnce(mel);
     RunOnce(emb);
     RunOnce(head);
   }
+  CountAllocations(state, before);
+}
+
+// ---- Memory and idle CPU (modes, not timed rows) ------------------------------------------------
+
+// A line of /proc/self/status ("VmHWM", "VmRSS") in KiB.
+long StatusKiB(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string prefix = std::string(key) + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) == 0) return std::atol(line.c_str() + prefix.size());
+  }
+  return -1;
+}
+
+int PeakRss(const std::string& model) {
+  Runner r = MakeRunner(model, 1);
+  for (int i = 0; i < 100; ++i) RunOnce(r);
+  std::printf("peak_rss/%s: %.1f MiB (load + 100 Runs, VmHWM)\n", model.c_str(),
+              static_cast<double>(StatusKiB("VmHWM")) / 1024.0);
+  return 0;
+}
+
+int RecWidths() {
+  Session s = Open("ch_PP-OCRv4_rec_infer", 1);
+  // 50 widths of text-line crops, 48 high (PaddleOCR resizes each crop to height 48).
+  std::vector<Value> feeds;
+  for (int i = 0; i < 50; ++i) {
+    const int64_t width = 64 + 24 * i;  // 64 .. 1240
+    feeds.push_back(Tensor({1, 3, 48, width}, Image(3, 48, width)));
+  }
+  long after_first = 0;
+  for (int run = 0; run < 1000; ++run) {
+    auto out = s.Run({feeds[static_cast<size_t>(run % 50)]});
+    if (!out.ok()) Die(out.status().ToString());
+    if (run == 49) after_first = StatusKiB("VmRSS");
+  }
+  const long at_end = StatusKiB("VmRSS");
+  std::printf("rec_widths: RSS %.1f MiB after the first 50 Runs, %.1f MiB after 1000: %.3fx\n",
+              static_cast<double>(after_first) / 1024.0, static_cast<double>(at_end) / 1024.0,
+              static_cast<double>(at_end) / static_cast<double>(after_first));
+  return 0;
+}
+
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// The CPU time of `chunks` periods of 32 ms in which `work` runs once; `in_work` gets the CPU
+// time of the calling thread inside `work`.
+template <class F>
+double PacedCpu(int chunks, F&& work, double* in_work) {
+  const double before = ProcessCpuSeconds();
+  const auto period = std::chrono::microseconds(32000);
+  auto next = std::chrono::steady_clock::now();
+  *in_work = 0;
+  for (int i = 0; i < chunks; ++i) {
+    const double t0 = ThreadCpuSeconds();
+    work();
+    *in_work += ThreadCpuSeconds() - t0;
+    next += period;
+    std::this_thread::sleep_until(next);
+  }
+  return ProcessCpuSeconds() - before;
+}
+
+int IdleCpu(double seconds) {
+  const char* env = std::getenv("IDLE_THREADS");
+  const int threads = env != nullptr ? std::atoi(env) : 2;
+  Runner r = MakeRunner("silero_vad_v5", threads);
+  RunOnce(r);
+  const int chunks = static_cast<int>(seconds * 31.25);
+  // What pacing itself costs (waking every 32 ms), measured with no Run, is not the runtime's.
+  double unused = 0;
+  const double pacing = PacedCpu(
+      chunks, [] {}, &unused);
+  double in_runs = 0;
+  const double process = PacedCpu(
+      chunks, [&] { RunOnce(r); }, &in_runs);
+  std::printf(
+      "idle_cpu: %d chunks in %.1f s with %d intra-op threads: CPU %.4f s in the process "
+      "(%.4f s of it pacing alone), %.4f s in the Runs: (process - pacing) / Runs = "
+      "%.3fx\n",
+      chunks, seconds, threads, process, pacing, in_runs, (process - pacing) / in_runs);
+  return 0;
 }
 
 void BM_Create(benchmark::State& state, const std::string& model) {
@@ -273,6 +442,7 @@ void RegisterAll() {
 
 int main(int argc, char** argv) {
   std::vector<char*> rest = {argv[0]};
+  std::string mode, mode_arg;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--write_inputs" && i + 1 < argc) return WriteInputs(argv[i + 1]);
@@ -282,6 +452,11 @@ int main(int argc, char** argv) {
       g_models = arg.substr(9);
     } else if (arg == "--reference") {
       g_reference = true;
+    } else if ((arg == "--peak_rss" || arg == "--idle_cpu") && i + 1 < argc) {
+      mode = arg;
+      mode_arg = argv[++i];
+    } else if (arg == "--rec_widths") {
+      mode = arg;
     } else {
       rest.push_back(argv[i]);
     }
@@ -291,6 +466,9 @@ int main(int argc, char** argv) {
   }
   // A real host is multi-threaded: shared_ptr counts are atomic from the first thread on.
   std::thread([] {}).join();
+  if (mode == "--peak_rss") return PeakRss(mode_arg);
+  if (mode == "--rec_widths") return RecWidths();
+  if (mode == "--idle_cpu") return IdleCpu(std::atof(mode_arg.c_str()));
   int count = static_cast<int>(rest.size());
   benchmark::Initialize(&count, rest.data());
   if (benchmark::ReportUnrecognizedArguments(count, rest.data())) return 1;
