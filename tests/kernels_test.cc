@@ -2,9 +2,13 @@
 #include <gtest/gtest.h>
 #include <onnx/defs/schema.h>
 
+#include <cstring>
 #include <set>
+#include <vector>
 
 #include "src/kernels/kernel.h"
+#include "src/kernels/op.h"
+#include "tests/kernel_runner.h"
 
 namespace idem {
 namespace {
@@ -172,6 +176,34 @@ TEST(IdentityKernelTest, ReturnsTheSameValueObject) {
   ASSERT_TRUE(kernel->Run(inputs, out).ok());
   EXPECT_TRUE(out[0].SharesStorageWith(x));
   EXPECT_EQ(static_cast<const void*>(out[0].tensor().data().data()), bytes.data());
+}
+
+TEST(AllocateTensorTest, LargeOutputsReuseFreedBlocksZeroed) {
+  // Large outputs come from the thread's cache of freed blocks (op.cc): a block freed dirty
+  // comes back zeroed, and the cache hands the same memory back instead of mapping more.
+  Limits limits;
+  testing::NoSubgraphs ctx(limits, nullptr);
+  const int64_t n = int64_t{1} << 20;  // 4 MiB of float
+  const void* first = nullptr;
+  for (int round = 0; round < 3; ++round) {
+    std::byte* data = nullptr;
+    auto v = AllocateTensor(ctx, ElementType::kFloat, std::vector<int64_t>{n}, &data);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    ASSERT_EQ(v->tensor().data().size(), static_cast<size_t>(n) * 4);
+    for (int64_t i = 0; i < n * 4; i += 4093) EXPECT_EQ(data[i], std::byte{0}) << round << " " << i;
+    if (round == 0) first = data;
+    if (round > 0) {
+      EXPECT_EQ(static_cast<const void*>(data), first) << round;
+    }
+    std::memset(data, 0xA5, static_cast<size_t>(n) * 4);  // freed dirty
+  }
+  // A smaller request may take a cached block up to twice its size, and still sees zeros only
+  // in its own bytes.
+  std::byte* data = nullptr;
+  auto v = AllocateTensor(ctx, ElementType::kFloat, std::vector<int64_t>{n / 2 + 1}, &data);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->tensor().data().size(), static_cast<size_t>(n / 2 + 1) * 4);
+  for (int64_t i = 0; i < (n / 2 + 1) * 4; i += 511) ASSERT_EQ(data[i], std::byte{0}) << i;
 }
 
 }  // namespace

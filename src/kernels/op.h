@@ -196,6 +196,9 @@ inline Status InvalidArgument(std::string message) {
 // Allocates the output tensor of `type` and `shape`: the element count and bytes are checked
 // against max_elements, max_tensor_bytes and the run's remaining budget before allocating.
 // `*data` receives the writable bytes (uninitialized; the kernel must write every element).
+// Outputs of kCachedBlockMin bytes or more come from a per-thread cache of freed blocks (op.cc),
+// zeroed like every other.
+inline constexpr uint64_t kCachedBlockMin = uint64_t{64} << 10;
 Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
                              std::byte** data);
 template <typename T>

@@ -1022,6 +1022,13 @@ Status GraphPlanner::PlanNode(size_t n) {
   return {};
 }
 
+// GCC 12 at -O3 reports the std::optional<Reader> of SoleReader as maybe uninitialized where it
+// is read only after being tested (a known false positive of -Wmaybe-uninitialized with
+// optional<pair>, GCC bug 80635); CI builds with -Werror.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, std::vector<const Type*>& types,
                                          std::vector<const Value*>& constants,
                                          std::vector<Type>& type_storage,
@@ -1151,6 +1158,10 @@ FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, std::vector<const
   }
   return act;
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 Status GraphPlanner::PlanAbsorbed(size_t n, const std::string& label) {
   const NodeDef& node = graph_.nodes[n];
