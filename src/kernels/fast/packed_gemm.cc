@@ -216,7 +216,9 @@ HWY_NOINLINE void RunTile(const Problem& pr, const float* HWY_RESTRICT a, int64_
   IDEM_UNROLL
   for (int v = 0; v < NV; ++v) {
     const int64_t col = j0 + int64_t{v} * kW;
-    bp[v] = pr.b + (col / kPanelWidth) * pr.b_panel_stride + col % kPanelWidth;
+    // B is null when k is 0 (nothing packed, nothing read): no offset from null.
+    bp[v] = pr.b == nullptr ? nullptr
+                            : pr.b + (col / kPanelWidth) * pr.b_panel_stride + col % kPanelWidth;
   }
 
   VF acc[MR][NV];
