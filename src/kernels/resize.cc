@@ -757,7 +757,21 @@ Result<Inference> InferResize(const ResizeAttrs& a, const Facts& facts) {
                                     ModeName(a.mode), ElementTypeName(type)));
   }
   const auto& x = facts.shape(0);
-  if (!x) return OneOutput(TensorType(type, std::nullopt));
+  if (!x) {
+    // Constant sizes over every axis (no axes attribute, stretch) give the shape anyway.
+    const std::optional<std::vector<int64_t>> sizes =
+        a.version >= 11 && facts.has(3) ? facts.constant_ints(3) : std::nullopt;
+    const Value* scales = facts.constant(static_cast<size_t>(ScalesInput(a)));
+    const bool no_scales = !facts.has(static_cast<size_t>(ScalesInput(a))) ||
+                           (scales != nullptr && scales->tensor().element_count() == 0);
+    if (sizes && !sizes->empty() && no_scales && a.axes.empty() && a.policy == Policy::kStretch &&
+        std::all_of(sizes->begin(), sizes->end(), [](int64_t v) { return v >= 0; })) {
+      std::vector<Dim> dims;
+      for (int64_t v : *sizes) dims.push_back(Dim{v, {}});
+      return OneOutput(TensorType(type, std::move(dims)));
+    }
+    return OneOutput(TensorType(type, std::nullopt));
+  }
   const auto rank = static_cast<int64_t>(x->size());
   std::vector<Dim> unknown(x->size());
   auto floats = [&](size_t i) -> std::optional<std::vector<float>> {
