@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 
 #include "src/core/float_convert.h"
@@ -637,7 +638,9 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
   };
   const int64_t in_count = x.element_count();
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(in_count) * sizeof(C)));
-  std::vector<C> cur(static_cast<size_t>(in_count));
+  // Working buffers are left uninitialized: every element is written before it is read.
+  std::unique_ptr<C[]> cur(new C[static_cast<size_t>(in_count)]);
+  int64_t cur_count = in_count;
   const std::byte* p = x.data().data();
   for (int64_t i = 0; i < in_count; ++i) cur[static_cast<size_t>(i)] = ToAcc(LoadElement<T>(p, i));
   for (size_t d : order) {
@@ -649,14 +652,25 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
     const int64_t n_out = geometry[d].out;
     const int64_t next_count = outer * n_out * inner;
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(next_count) * sizeof(C)));
-    std::vector<C> next(static_cast<size_t>(next_count), C{0});
+    std::unique_ptr<C[]> next(new C[static_cast<size_t>(next_count)]);
+    // Each output is the sum of its taps in tap order (the same order for every element).
     for (int64_t b = 0; b < outer; ++b) {
-      const C* src = cur.data() + b * n_in * inner;
-      C* dst = next.data() + b * n_out * inner;
+      const C* src = cur.get() + b * n_in * inner;
+      C* dst = next.get() + b * n_out * inner;
       for (int64_t o = 0; o < n_out; ++o) {
+        const size_t first = taps.begin[static_cast<size_t>(o)];
+        const size_t end = taps.begin[static_cast<size_t>(o) + 1];
         C* row = dst + o * inner;
-        for (size_t k = taps.begin[static_cast<size_t>(o)];
-             k < taps.begin[static_cast<size_t>(o) + 1]; ++k) {
+        if (inner == 1) {
+          C sum{0};
+          for (size_t k = first; k < end; ++k) {
+            sum += static_cast<C>(taps.weight[k]) * src[taps.index[k]];
+          }
+          *row = sum;
+          continue;
+        }
+        std::fill(row, row + inner, C{0});
+        for (size_t k = first; k < end; ++k) {
           const C w = static_cast<C>(taps.weight[k]);
           const C* s = src + taps.index[k] * inner;
           for (int64_t i = 0; i < inner; ++i) row[i] += w * s[i];
@@ -664,6 +678,7 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
       }
     }
     cur = std::move(next);
+    cur_count = next_count;
     shape[d] = n_out;
   }
   // tf_crop_and_resize: coordinates outside the input give extrapolation_value.
@@ -676,14 +691,15 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
       for (int64_t b = 0; b < outer; ++b) {
         for (int64_t o = 0; o < out_shape[d]; ++o) {
           if (!outside[d][static_cast<size_t>(o)]) continue;
-          C* row = cur.data() + (b * out_shape[d] + o) * inner;
+          C* row = cur.get() + (b * out_shape[d] + o) * inner;
           std::fill(row, row + inner, fill);
         }
       }
     }
   }
-  for (size_t i = 0; i < cur.size(); ++i)
-    StoreElement<T>(out, static_cast<int64_t>(i), FromAcc<T>(cur[i]));
+  for (int64_t i = 0; i < cur_count; ++i) {
+    StoreElement<T>(out, i, FromAcc<T>(cur[static_cast<size_t>(i)]));
+  }
   return {};
 }
 
