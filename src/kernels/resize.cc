@@ -3,22 +3,23 @@
 // Output sizes: floor(dim * scale) (in float, as ONNX Runtime), or `sizes` (from 18 adjusted by
 // keep_aspect_ratio_policy: one scale, the min or max of sizes / dim, and round(scale * dim)),
 // over the `axes` attribute's axes from 18. Sizes are checked against the limits before anything
-// is allocated.
+// is allocated; an output shaped like the input is the input itself (as ONNX Runtime).
 // Coordinates follow ONNX Runtime's float formulas for every coordinate_transformation_mode
 // (asymmetric before 11), except that align_corners takes the resized length as scale * dim when
-// scales are given (the ONNX reference, which the official tests follow; ONNX Runtime fails two of
-// them); an axis whose scale is exactly 1 keeps its coordinates (as ONNX
-// Runtime, which also ignores its roi), and an output shaped like the input is the input itself.
-// nearest: nearest_mode (before 11: ceil when downsampling, truncation otherwise), clamped to the
-// input; any element type. linear and cubic: numeric types only, separable passes (one per resized
-// axis, shrinking axes first) of taps computed as ONNX Runtime computes them: linear on the
-// coordinate clamped to the input, cubic (Keys, cubic_coeff_a) with edge taps clamped or, with
-// exclude_outside, dropped and the rest renormalized, and with antialias the Pillow-style
-// filters stretched by 1 / scale when downsampling. Sums are accumulated in float for float,
-// float16 and bfloat16 inputs (rounded once at the end) and in double for double and integer
-// inputs; integer results are truncated toward zero (as ONNX Runtime) and saturated to the type's
-// range. tf_crop_and_resize gives extrapolation_value where the coordinate falls outside the
-// input.
+// scales are given (the ONNX reference, which the official tests follow; ONNX Runtime fails two
+// of them). An axis whose scale is exactly 1 keeps its coordinates (as ONNX Runtime, which also
+// ignores its roi there).
+// nearest: nearest_mode (before 11: ceil when downsampling, truncation otherwise), a coordinate
+// within 1e-6 of a half counting as a tie (as ONNX Runtime 1.30), clamped to the input; any
+// element type. linear and cubic: numeric types only, separable passes (one per resized axis,
+// shrinking axes first) of taps computed as ONNX Runtime computes them: linear on the coordinate
+// clamped to the input, cubic (Keys, cubic_coeff_a) with edge taps clamped or, with
+// exclude_outside, dropped and the rest renormalized, and with antialias the Pillow-style filters
+// stretched by 1 / scale when downsampling (an axis whose size stays is kept). Sums are
+// accumulated in float for float, float16 and bfloat16 inputs (rounded once at the end) and in
+// double for double and integer inputs, in a fixed order; integer results are truncated toward
+// zero (as ONNX Runtime) and saturated to the type's range. tf_crop_and_resize gives
+// extrapolation_value where the coordinate falls outside the input.
 #include <fmt/format.h>
 
 #include <algorithm>
