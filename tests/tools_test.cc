@@ -155,5 +155,53 @@ TEST_F(ToolsTest, WriteFilesAtomicallyRemovesTemporariesWhenTheFolderIsMissing) 
   EXPECT_TRUE(fs::is_empty(root_));
 }
 
+// ---- DescribeDifferenceWithin (idem test --rtol/--atol) --------------------------------------
+
+Value Floats(std::vector<float> values) {
+  auto buffer = Buffer::CopyOf(std::as_bytes(std::span(values))).value();
+  return Value::MakeTensor(ElementType::kFloat, {static_cast<int64_t>(values.size())}, buffer)
+      .value();
+}
+
+TEST(ToleranceTest, NoToleranceIsBitExact) {
+  const Value a = Floats({0.0f});
+  const Value b = Floats({-0.0f});
+  EXPECT_EQ(DescribeDifferenceWithin(a, b, std::nullopt), DescribeDifference(a, b));
+  EXPECT_TRUE(DescribeDifferenceWithin(a, b, std::nullopt));
+  EXPECT_FALSE(DescribeDifferenceWithin(a, b, Tolerance{}));
+}
+
+TEST(ToleranceTest, TheBoundIsInclusiveAndRelativeToExpected) {
+  const Tolerance tol{0.5, 0.0};
+  // allowed = 0.5 * |expected| = 1: 3 and 1 pass (the bound is inclusive), 0.9 does not.
+  EXPECT_FALSE(DescribeDifferenceWithin(Floats({2.0f}), Floats({3.0f}), tol));
+  EXPECT_FALSE(DescribeDifferenceWithin(Floats({2.0f}), Floats({1.0f}), tol));
+  auto why = DescribeDifferenceWithin(Floats({2.0f}), Floats({0.9f}), tol);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("element 0: expected 2, got 0.9, |error| 1.1 > allowed 1"), std::string::npos)
+      << *why;
+}
+
+TEST(ToleranceTest, OptionalsAndSequencesRecurseWithTheSameRule) {
+  const Tolerance tol{0.0, 0.1};
+  const Value near = Value::MakeOptional(Floats({1.05f})).value();
+  const Value far = Value::MakeOptional(Floats({1.5f})).value();
+  const Value one = Value::MakeOptional(Floats({1.0f})).value();
+  EXPECT_FALSE(DescribeDifferenceWithin(one, near, tol));
+  auto why = DescribeDifferenceWithin(one, far, tol);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->rfind("optional value: 1 of 1 elements differ", 0), 0u) << *why;
+  // Presence stays exact.
+  const Value empty = Value::MakeEmptyOptional(Type::Tensor(ElementType::kFloat)).value();
+  EXPECT_TRUE(DescribeDifferenceWithin(one, empty, tol));
+  // A sequence's length stays exact.
+  const Value s1 = Value::MakeSequence(ElementType::kFloat, {Floats({1.0f})}).value();
+  const Value s2 =
+      Value::MakeSequence(ElementType::kFloat, {Floats({1.0f}), Floats({1.0f})}).value();
+  const Value s3 = Value::MakeSequence(ElementType::kFloat, {Floats({1.05f})}).value();
+  EXPECT_TRUE(DescribeDifferenceWithin(s1, s2, tol));
+  EXPECT_FALSE(DescribeDifferenceWithin(s1, s3, tol));
+}
+
 }  // namespace
 }  // namespace idem::tools

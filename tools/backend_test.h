@@ -1,8 +1,10 @@
 // Running ONNX backend-test folders (model.onnx + test_data_set_N/{input,output}_K.pb) and
-// comparing results exactly. Shared by `idem test`, the Python package and the fuzzers.
+// comparing results, exactly or within a tolerance. Shared by `idem test`, the Python package and
+// the fuzzers.
 #ifndef IDEM_TOOLS_BACKEND_TEST_H_
 #define IDEM_TOOLS_BACKEND_TEST_H_
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,6 +22,24 @@ struct CaseResult {
   std::string reason;  // why it failed or was skipped
 };
 
+// How `idem test --rtol R --atol A` compares outputs: an element of a float tensor (float, double,
+// float16, bfloat16) matches when |actual - expected| <= atol + rtol * |expected| (computed in
+// double), a NaN matches any NaN and an infinity only itself. Everything else stays exact: kinds,
+// element types, shapes, sequence lengths, optional presence, and the elements of every other
+// type (integers, bools, strings, the float8 and 4-bit types).
+struct Tolerance {
+  double rtol = 0;
+  double atol = 0;
+};
+
+// Exactly DescribeDifference when `tolerance` is nullopt (bit for bit); otherwise as Tolerance
+// says. Returns nullopt when the values match, else one line: for a float tensor, how many
+// elements differ, the worst one's flat index (row-major), both values, the error and what was
+// allowed ("3 of 120 elements differ; worst: element 17: expected 0.5, got 0.5011, |error| 0.0011
+// > allowed 0.000505 (atol 1e-05 + rtol 0.001 x |expected|)").
+std::optional<std::string> DescribeDifferenceWithin(const Value& expected, const Value& actual,
+                                                    const std::optional<Tolerance>& tolerance);
+
 // Case folders under `path`: `path` itself if it holds model.onnx, otherwise every folder below it
 // (recursively, sorted) that does. Errors when `path` does not exist.
 Result<std::vector<std::string>> FindCaseFolders(const std::string& path);
@@ -28,8 +48,10 @@ Result<std::vector<std::string>> FindCaseFolders(const std::string& path);
 // `skip_unsupported`, else kFail.
 // `timeout_seconds` > 0 bounds each data set's Run (RunOptions::deadline; a Loop that would run
 // longer fails the case with kDeadlineExceeded).
+// Outputs are compared bit for bit unless `tolerance` is given (DescribeDifferenceWithin).
 CaseResult RunBackendCase(const std::string& folder, bool skip_unsupported,
-                          const SessionOptions& options = {}, double timeout_seconds = 0);
+                          const SessionOptions& options = {}, double timeout_seconds = 0,
+                          const std::optional<Tolerance>& tolerance = std::nullopt);
 
 // RunOptions whose deadline is `timeout_seconds` from now (none when it is 0 or less).
 RunOptions RunOptionsWithTimeout(double timeout_seconds);

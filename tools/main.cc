@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iostream>
 #include <new>
+#include <optional>
 #include <set>
 
 #include "idem/idem.h"
@@ -19,6 +20,7 @@
 #include "src/onnx/proto_convert.h"
 #include "tools/backend_test.h"
 #include "tools/generate.h"
+#include "tools/operator_table.h"
 
 namespace {
 
@@ -138,7 +140,8 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
 }
 
 int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quiet,
-         const idem::SessionOptions& options, double timeout_seconds) {
+         const idem::SessionOptions& options, double timeout_seconds,
+         const std::optional<idem::tools::Tolerance>& tolerance) {
   int passed = 0, failed = 0, skipped = 0;
   for (const std::string& path : paths) {
     auto cases = idem::tools::FindCaseFolders(path);
@@ -146,8 +149,8 @@ int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quie
     if (cases->empty())
       return Fail(fmt::format("{}: no test cases (folders with model.onnx)", path));
     for (const std::string& folder : *cases) {
-      CaseResult r =
-          idem::tools::RunBackendCase(folder, skip_unsupported, options, timeout_seconds);
+      CaseResult r = idem::tools::RunBackendCase(folder, skip_unsupported, options, timeout_seconds,
+                                                 tolerance);
       switch (r.outcome) {
         case CaseResult::Outcome::kPass:
           ++passed;
@@ -360,11 +363,37 @@ int main(int argc, char** argv) {
   std::vector<std::string> test_paths;
   bool skip_unsupported = false;
   bool quiet = false;
-  CLI::App* test = app.add_subcommand("test", "Run backend-test folders and compare exactly");
+  CLI::App* test = app.add_subcommand(
+      "test", "Run backend-test folders and compare (exactly, or within --rtol/--atol)");
   test->add_option("PATH", test_paths, "case folder or folder of cases")->required();
   test->add_flag("--skip-unsupported", skip_unsupported,
                  "report cases with operators idem lacks as SKIP instead of FAIL");
   test->add_flag("--quiet,-q", quiet, "print only failures and the summary");
+  // Either flag switches float outputs from bit-exact to |actual - expected| <= atol + rtol *
+  // |expected| (the other defaults to 0); integers, bools, strings and shapes stay exact.
+  double rtol = 0, atol = 0;
+  auto not_nan = CLI::Validator(
+      [](std::string& input) -> std::string {
+        return std::isnan(std::strtod(input.c_str(), nullptr)) ? input + " is not a number"
+                                                               : std::string();
+      },
+      "NOT NAN");
+  CLI::Option* rtol_option =
+      test->add_option("--rtol", rtol,
+                       "float outputs (float, double, float16, bfloat16) match when |actual - "
+                       "expected| <= atol + rtol * |expected|; default: bit-exact")
+          ->check(CLI::NonNegativeNumber)
+          ->check(not_nan);
+  CLI::Option* atol_option =
+      test->add_option("--atol", atol, "absolute tolerance of that rule (see --rtol)")
+          ->check(CLI::NonNegativeNumber)
+          ->check(not_nan);
+
+  CLI::App* ops = app.add_subcommand(
+      "ops", "List every operator and version idem runs (Markdown, as docs/operators.md)");
+  bool ops_markdown = false;
+  ops->add_flag("--markdown", ops_markdown,
+                "Markdown output (the only format; accepted for clarity)");
 
   CLI::App* check = app.add_subcommand("check", "Validate a model and say what is wrong");
   check->add_option("MODEL", model, "model.onnx")->required();
@@ -420,7 +449,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
-    fmt::print(stderr, "usage: idem run|test|check|info|optimize ... (see idem --help)\n");
+    fmt::print(stderr, "usage: idem run|test|check|info|optimize|ops ... (see idem --help)\n");
     return 2;
   }
   idem::SessionOptions options;
@@ -431,7 +460,17 @@ int main(int argc, char** argv) {
   // allocation failure (e.g. under `ulimit -v`): one `error:` line, never an abort.
   try {
     if (*run) return Run(model, inputs, output_dir, options, timeout_seconds);
-    if (*test) return Test(test_paths, skip_unsupported, quiet, options, timeout_seconds);
+    if (*test) {
+      std::optional<idem::tools::Tolerance> tolerance;
+      if (rtol_option->count() > 0 || atol_option->count() > 0) {
+        tolerance = idem::tools::Tolerance{rtol, atol};
+      }
+      return Test(test_paths, skip_unsupported, quiet, options, timeout_seconds, tolerance);
+    }
+    if (*ops) {
+      std::fputs(idem::OperatorTableMarkdown().c_str(), stdout);
+      return 0;
+    }
     if (*check) return Check(model, options);
     if (*info) return Info(model, options);
     if (*optimize) {

@@ -270,20 +270,24 @@ class Session:
         return "idem.Session(inputs=[%s], outputs=[%s])" % (fmt(self.inputs), fmt(self.outputs))
 
 
-def run_backend_test(folder, skip_unsupported=False):
-    """Runs one ONNX backend-test folder (``model.onnx`` + ``test_data_set_N/``) bit-exactly.
+def run_backend_test(folder, skip_unsupported=False, rtol=None, atol=None):
+    """Runs one ONNX backend-test folder (``model.onnx`` + ``test_data_set_N/``).
 
     Args:
         folder: the case folder.
         skip_unsupported: report a model using an operator idem lacks as ``"SKIP"`` instead of
             ``"FAIL"``.
+        rtol, atol: as ``idem test --rtol/--atol``. Both ``None`` (the default): outputs are
+            compared bit for bit. Otherwise float outputs (float, double, float16, bfloat16)
+            match when ``|actual - expected| <= atol + rtol * |expected|`` (the missing one is
+            0; a NaN matches any NaN, an infinity only itself); everything else stays exact.
 
     Returns:
         ``(outcome, reason)`` where outcome is ``"PASS"``, ``"FAIL"`` or ``"SKIP"`` and reason
         says why it failed or was skipped (empty on success).
     """
     try:
-        return _idem.run_backend_test(_os.fspath(folder), skip_unsupported)
+        return _idem.run_backend_test(_os.fspath(folder), skip_unsupported, rtol, atol)
     except Error:
         raise
     except Exception as e:

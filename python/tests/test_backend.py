@@ -43,6 +43,15 @@ class IdemBackendTest(onnx.backend.test.BackendTest):
                     np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
 
 
+# onnx 1.12's data for these cases is wrong for what idem (and ONNX Runtime) rightly do: bfloat16
+# written as uint16 bit patterns (numpy has no bfloat16), truncation instead of rounding, and a
+# 'like' input whose data contradicts its declared shape (tests/node_stale_cases.txt, where
+# `idem test` holds each to its failure).
+STALE = {"test_cast_BFLOAT16_to_FLOAT", "test_cast_FLOAT_to_BFLOAT16",
+         "test_castlike_BFLOAT16_to_FLOAT", "test_castlike_BFLOAT16_to_FLOAT_expanded",
+         "test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded"}
+
+
 def select_cases():
     """(included names, {excluded name: reason}) over the node and simple tests."""
     included, excluded = [], {}
@@ -50,6 +59,9 @@ def select_cases():
         for case in load_model_tests(kind=kind):
             if case.model_dir is None:  # would need a download
                 excluded[case.name] = "needs a download"
+                continue
+            if case.name in STALE:
+                excluded[case.name] = "stale onnx 1.12 data (bfloat16 as uint16)"
                 continue
             model = onnx.load(os.path.join(case.model_dir, "model.onnx"))
             missing = idem.backend.unsupported_operators(model)
@@ -80,11 +92,13 @@ class SelectionTest(unittest.TestCase):
         self.assertIn(("", "Identity"), supported)
         self.assertIn("test_identity", INCLUDED)
         self.assertIn("test_sequence_insert_at_back", INCLUDED)
-        # An operator idem lacks keeps its tests out, and the reason names it (Conv: not an
-        # operator idem implements).
-        self.assertNotIn(("", "Conv"), supported)
-        self.assertIn("test_basic_conv_with_padding", EXCLUDED)
-        self.assertIn("Conv", EXCLUDED["test_basic_conv_with_padding"])
+        # An operator idem lacks keeps its tests out, and the reason names it (Exp: not an
+        # operator idem implements); one it gained brings its tests in (Conv).
+        self.assertNotIn(("", "Exp"), supported)
+        self.assertIn("test_exp", EXCLUDED)
+        self.assertIn("Exp", EXCLUDED["test_exp"])
+        self.assertIn(("", "Conv"), supported)
+        self.assertIn("test_basic_conv_with_padding", INCLUDED)
         # No included test uses an operator outside the registry.
         for kind in KINDS:
             for case in load_model_tests(kind=kind):

@@ -6,6 +6,7 @@ onnx.helper; element types onnx 1.12 does not know (17..26) are set by their int
 import gc
 import os
 import sys
+import tempfile
 import threading
 import unittest
 
@@ -469,6 +470,31 @@ class BackendTest(unittest.TestCase):
         self.assertEqual(idem.run_backend_test(folder), ("PASS", ""))
         outcome, _ = idem.run_backend_test(folder, skip_unsupported=True)
         self.assertEqual(outcome, "PASS")
+
+    def test_tolerance_as_idem_test_rtol_atol(self):
+        from onnx import numpy_helper
+        with tempfile.TemporaryDirectory() as folder:
+            os.makedirs(os.path.join(folder, "test_data_set_0"))
+            info = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [2])
+            graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                                      [info("x")], [info("y")])
+            model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+            model.ir_version = 8
+            onnx.save(model, os.path.join(folder, "model.onnx"))
+            for name, v in (("input_0.pb", [1.0, 2.0]), ("output_0.pb", [1.0, 2.002])):
+                with open(os.path.join(folder, "test_data_set_0", name), "wb") as f:
+                    f.write(numpy_helper.from_array(np.array(v, np.float32)).SerializeToString())
+            outcome, reason = idem.run_backend_test(folder)
+            self.assertEqual(outcome, "FAIL")
+            self.assertIn("element 1: expected bits", reason)
+            self.assertEqual(idem.run_backend_test(folder, rtol=1e-3, atol=1e-5), ("PASS", ""))
+            outcome, reason = idem.run_backend_test(folder, atol=1e-3)
+            self.assertEqual(outcome, "FAIL")
+            self.assertIn("output 'y': 1 of 2 elements differ beyond atol 0.001 + rtol 0", reason)
+            with self.assertRaises(idem.InvalidArgument):
+                idem.run_backend_test(folder, rtol=-1.0)
+            with self.assertRaises(idem.InvalidArgument):
+                idem.run_backend_test(folder, atol=float("nan"))
 
     def test_missing_folder_fails(self):
         outcome, reason = idem.run_backend_test("/nonexistent/case")

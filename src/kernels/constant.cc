@@ -95,6 +95,7 @@ KernelSchema ConstantSchema(int version) {
   KernelSchema s;
   s.op_type = "Constant";
   s.since_version = version;
+  s.foldable = true;  // its value is its attribute: planned as a constant
   s.outputs = {{"output", "T"}};
   const std::vector<ElementType> elements =
       version == 1 ? std::vector<ElementType>{E::kFloat16, E::kFloat, E::kDouble}

@@ -178,8 +178,7 @@ Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const 
   uint64_t count = 1;
   for (int64_t d : shape) {
     if (d < 0) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("an output dim is negative ({})", d));
+      return Status(StatusCode::kInvalidArgument, fmt::format("an output dim is negative ({})", d));
     }
     if (d != 0 && count > ctx.limits().max_elements / static_cast<uint64_t>(d)) {
       return Status(StatusCode::kResourceExhausted,
@@ -231,16 +230,14 @@ std::vector<double> ReadDoubles(const Tensor& t) {
 }
 
 std::vector<ElementType> FloatTypes(bool bfloat16) {
-  std::vector<ElementType> out = {ElementType::kFloat16, ElementType::kFloat,
-                                  ElementType::kDouble};
+  std::vector<ElementType> out = {ElementType::kFloat16, ElementType::kFloat, ElementType::kDouble};
   if (bfloat16) out.push_back(ElementType::kBfloat16);
   return out;
 }
 
 std::vector<ElementType> IntegerTypes() {
   using E = ElementType;
-  return {E::kUint8, E::kUint16, E::kUint32, E::kUint64,
-          E::kInt8,  E::kInt16,  E::kInt32,  E::kInt64};
+  return {E::kUint8, E::kUint16, E::kUint32, E::kUint64, E::kInt8, E::kInt16, E::kInt32, E::kInt64};
 }
 
 std::vector<ElementType> NumericTypes(bool bfloat16) {
@@ -266,5 +263,142 @@ Status Unsupported(ElementType type, std::string_view op) {
                 fmt::format("{} does not accept tensor({})", op, ElementTypeName(type)));
 }
 }  // namespace dispatch_internal
+
+// ---- Data movement ----------------------------------------------------------------------------
+
+Result<Value> WithShape(RunContext& ctx, const Tensor& t, std::span<const int64_t> shape) {
+  if (t.element_type() == ElementType::kString) {
+    IDEM_ASSIGN_OR_RETURN(
+        uint64_t bytes, TensorBytes(ElementType::kString, static_cast<uint64_t>(t.element_count()),
+                                    ctx.limits(), t.string_bytes()));
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
+    auto s = t.strings();
+    return Value::MakeStringTensor(std::vector<int64_t>(shape.begin(), shape.end()),
+                                   std::vector<std::string>(s.begin(), s.end()));
+  }
+  return Value::MakeTensorFromDims(t.element_type(), shape, t.data());
+}
+
+std::vector<int64_t> RowMajorStrides(std::span<const int64_t> shape) {
+  // Unsigned products: the strides of an empty tensor with huge dims ([0, 2^40, 2^40]) may wrap,
+  // but nothing is read through them, and wrapping is defined.
+  std::vector<int64_t> strides(shape.size(), 1);
+  uint64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 1;) {
+    stride *= static_cast<uint64_t>(shape[d]);
+    strides[d - 1] = static_cast<int64_t>(stride);
+  }
+  return strides;
+}
+
+namespace {
+
+// Calls row(out_start, src_start, length, step) for each innermost run of the strided copy of
+// `dims` (all > 0) with source `strides` from `offset`, in output order.
+template <class Row>
+void ForEachStridedRow(std::span<const int64_t> dims, std::span<const int64_t> strides,
+                       int64_t offset, Row&& row) {
+  const size_t r = dims.size();
+  const int64_t length = dims[r - 1], step = strides[r - 1];
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < r; ++d) rows *= dims[d];
+  std::vector<int64_t> index(r - 1, 0);
+  int64_t src = offset;
+  for (int64_t i = 0; i < rows; ++i) {
+    row(i * length, src, length, step);
+    for (size_t d = r - 1; d-- > 0;) {
+      src += strides[d];
+      if (++index[d] < dims[d]) break;
+      src -= strides[d] * dims[d];
+      index[d] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int64_t> out_shape,
+                          std::span<const int64_t> strides, int64_t offset) {
+  const ElementType type = t.element_type();
+  // Size-1 dims dropped and neighbours that step through the source as one dim merged, so a
+  // slab copy becomes a few long runs.
+  std::vector<int64_t> dims, steps;
+  bool empty = false;
+  for (size_t d = 0; d < out_shape.size(); ++d) {
+    if (out_shape[d] == 0) empty = true;
+    if (out_shape[d] == 1) continue;
+    if (!dims.empty() && steps.back() == strides[d] * out_shape[d]) {
+      dims.back() *= out_shape[d];
+      steps.back() = strides[d];
+    } else {
+      dims.push_back(out_shape[d]);
+      steps.push_back(strides[d]);
+    }
+  }
+  std::vector<int64_t> shape(out_shape.begin(), out_shape.end());
+  if (empty) {
+    // Nothing to copy, whatever the other dims are ([0, 2^60] is a valid empty tensor).
+    if (type == ElementType::kString) return Value::MakeStringTensor(std::move(shape), {});
+    return Value::MakeTensor(type, std::move(shape), Buffer());
+  }
+  if (dims.empty()) {
+    dims.push_back(1);
+    steps.push_back(1);
+  }
+  if (type == ElementType::kString) {
+    auto src = t.strings();
+    uint64_t count = 1, string_bytes = 0;
+    for (int64_t d : dims) count *= static_cast<uint64_t>(d);
+    // The per-element part of the size first, so the strings are only walked when it fits.
+    IDEM_ASSIGN_OR_RETURN(uint64_t element_bytes,
+                          TensorBytes(ElementType::kString, count, ctx.limits()));
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(element_bytes));
+    ForEachStridedRow(dims, steps, offset, [&](int64_t, int64_t s, int64_t n, int64_t step) {
+      for (int64_t k = 0; k < n; ++k) string_bytes += src[static_cast<size_t>(s + k * step)].size();
+    });
+    IDEM_ASSIGN_OR_RETURN(uint64_t bytes,
+                          TensorBytes(ElementType::kString, count, ctx.limits(), string_bytes));
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
+    std::vector<std::string> strings;
+    strings.reserve(count);
+    ForEachStridedRow(dims, steps, offset, [&](int64_t, int64_t s, int64_t n, int64_t step) {
+      for (int64_t k = 0; k < n; ++k) strings.push_back(src[static_cast<size_t>(s + k * step)]);
+    });
+    return Value::MakeStringTensor(std::move(shape), std::move(strings));
+  }
+  std::byte* out = nullptr;
+  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, type, shape, &out));
+  const std::byte* src = t.data().data();
+  const int bits = ElementBits(type);
+  if (bits % 8 != 0) {
+    // 4- and 2-bit types: element k sits in byte k*bits/8 at bit (k*bits)%8, low bits first.
+    const auto mask = static_cast<unsigned>((1u << bits) - 1);
+    const auto b = static_cast<uint64_t>(bits);
+    ForEachStridedRow(dims, steps, offset, [&](int64_t o, int64_t s, int64_t n, int64_t step) {
+      for (int64_t k = 0; k < n; ++k) {
+        const uint64_t from = static_cast<uint64_t>(s + k * step) * b;
+        const uint64_t to = static_cast<uint64_t>(o + k) * b;
+        const unsigned value = (static_cast<unsigned>(src[from / 8]) >> (from % 8)) & mask;
+        auto& byte = reinterpret_cast<uint8_t&>(out[to / 8]);
+        byte = static_cast<uint8_t>((byte & ~(mask << (to % 8))) | (value << (to % 8)));
+      }
+    });
+    return v;
+  }
+  const int64_t size = bits / 8;
+  IDEM_RETURN_IF_ERROR(DispatchBySize(type, "StridedCopy", [&](auto tag) {
+    using T = decltype(tag);
+    ForEachStridedRow(dims, steps, offset, [&](int64_t o, int64_t s, int64_t n, int64_t step) {
+      if (step == 1) {
+        std::memcpy(out + o * size, src + s * size, static_cast<size_t>(n * size));
+        return;
+      }
+      for (int64_t k = 0; k < n; ++k)
+        StoreElement<T>(out, o + k, LoadElement<T>(src, s + k * step));
+    });
+    return Status();
+  }));
+  return v;
+}
 
 }  // namespace idem

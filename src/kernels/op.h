@@ -219,10 +219,9 @@ std::vector<double> ReadDoubles(const Tensor& t);
 // Sets schema.prepare from the three parts of an operator definition. `parse` runs once per
 // node; `infer` and `create` get the parsed struct.
 template <class Attrs>
-void DefineOp(
-    KernelSchema& schema, std::function<Result<Attrs>(const NodeContext&)> parse,
-    std::function<Result<Inference>(const Attrs&, const Facts&)> infer,
-    std::function<Result<std::unique_ptr<Kernel>>(const Attrs&, const Facts&)> create) {
+void DefineOp(KernelSchema& schema, std::function<Result<Attrs>(const NodeContext&)> parse,
+              std::function<Result<Inference>(const Attrs&, const Facts&)> infer,
+              std::function<Result<std::unique_ptr<Kernel>>(const Attrs&, const Facts&)> create) {
   schema.prepare = [parse = std::move(parse), infer = std::move(infer),
                     create = std::move(create)](const NodeContext& ctx) -> Result<PreparedNode> {
     IDEM_ASSIGN_OR_RETURN(Attrs attrs, parse(ctx));
@@ -275,9 +274,27 @@ Result<std::optional<std::vector<Dim>>> InferDims(const Facts& facts,
 }
 
 // Numeric type sets in the spec's words.
-std::vector<ElementType> FloatTypes(bool bfloat16);  // float16, float, double (+ bfloat16)
-std::vector<ElementType> IntegerTypes();             // int8..int64, uint8..uint64
+std::vector<ElementType> FloatTypes(bool bfloat16);    // float16, float, double (+ bfloat16)
+std::vector<ElementType> IntegerTypes();               // int8..int64, uint8..uint64
 std::vector<ElementType> NumericTypes(bool bfloat16);  // integers + floats
+
+// ---- Data movement (added for the tensor family) ----------------------------------------------
+
+// A tensor with `t`'s elements and a new `shape` of the same element count: shares t's Buffer
+// (no bytes copied); a string tensor copies its strings, checked against the budget first.
+Result<Value> WithShape(RunContext& ctx, const Tensor& t, std::span<const int64_t> shape);
+
+// A new tensor of t's element type and shape `out_shape` whose element at output multi-index k
+// is t's element number `offset + sum_d k[d] * strides[d]` (strides in elements; negative and
+// zero strides allowed; every such element must lie inside t). The size is checked against the
+// limits and the run budget before allocating. Every element type: strings, sub-byte types
+// (bit by bit) and byte types (runs of contiguous elements copied with memcpy). Transpose,
+// Slice and Split are this copy with different strides.
+Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int64_t> out_shape,
+                          std::span<const int64_t> strides, int64_t offset);
+
+// Row-major element strides of `shape` (meaningful when the tensor is not empty).
+std::vector<int64_t> RowMajorStrides(std::span<const int64_t> shape);
 
 }  // namespace idem
 

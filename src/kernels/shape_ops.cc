@@ -1,46 +1,90 @@
 // Shape (1, 13, 15, 19, 21, 23, 24, 25), Slice (1, 10, 11, 13), Unsqueeze (1, 11, 13, 21, 23, 24,
 // 25).
-// Unsqueeze shares its input's bytes (a new shape over the same Buffer); Slice copies the
-// selected elements (checked against the run budget first).
+//
+// Unsqueeze shares its input's bytes (a new shape over the same Buffer), as does a Slice that
+// selects everything or one contiguous run of the input; other Slices copy the selected elements
+// (checked against the limits and the run budget first). Shape gives its value while planning
+// when the dims it reports are known, so the planner folds it; Unsqueeze and Slice with constant
+// axes/starts/ends give exact shapes, keeping symbolic dims they pass through.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 
 #include "src/core/text.h"
-#include "src/kernels/sequence_internal.h"
+#include "src/kernels/op.h"
+#include "src/kernels/tensor_rules.h"
 #include "src/kernels/tensor_util.h"
 
 namespace idem {
 namespace {
 
-using sequence_internal::MakeKernel;
+using E = ElementType;
+using DimList = std::vector<Dim>;
+using tensor_rules::CheckNonNegative;
+using tensor_rules::ConstantIntVector;
+using tensor_rules::KnownLength;
+using tensor_rules::ReadIntVector;
 
 // ---- Shape ------------------------------------------------------------------------------------
 
-class ShapeKernel final : public Kernel {
- public:
-  ShapeKernel(int64_t start, std::optional<int64_t> end) : start_(start), end_(end) {}
-  Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
-    const auto shape = inputs[0]->tensor().shape();
-    const auto rank = static_cast<int64_t>(shape.size());
-    auto clamp = [rank](int64_t axis) {
-      if (axis < 0) axis += rank;
-      return std::clamp<int64_t>(axis, 0, rank);
-    };
-    const int64_t start = clamp(start_);
-    const int64_t end = end_ ? clamp(*end_) : rank;
-    std::vector<int64_t> dims;
-    for (int64_t i = start; i < end; ++i) dims.push_back(shape[static_cast<size_t>(i)]);
-    IDEM_ASSIGN_OR_RETURN(outputs[0],
-                          tensor_util::MakeInt64Tensor({static_cast<int64_t>(dims.size())}, dims));
-    return {};
-  }
-
- private:
-  int64_t start_;
-  std::optional<int64_t> end_;
+struct ShapeAttrs {
+  int64_t start = 0;
+  std::optional<int64_t> end;  // the last axis when absent
 };
+
+Result<ShapeAttrs> ParseShape(const NodeContext& ctx) {
+  AttrReader r(ctx.node);
+  ShapeAttrs a;
+  if (ctx.version >= 15) {
+    IDEM_ASSIGN_OR_RETURN(a.start, r.Int("start", 0));
+    if (r.has("end")) {
+      IDEM_ASSIGN_OR_RETURN(a.end, r.Int("end"));
+    }
+  }
+  return a;
+}
+
+// The dims Shape reports: [start, end) after adding the rank to negative axes and clamping both
+// to [0, rank] (an empty range when start >= end).
+template <class D>
+std::vector<D> ShapeDims(const ShapeAttrs& a, std::span<const D> in) {
+  const auto rank = static_cast<int64_t>(in.size());
+  auto clamp = [rank](int64_t axis) {
+    if (axis < 0) axis = axis < -rank ? 0 : axis + rank;
+    return std::clamp<int64_t>(axis, 0, rank);
+  };
+  const int64_t start = clamp(a.start);
+  const int64_t end = a.end ? clamp(*a.end) : rank;
+  if (start >= end) return {};
+  return std::vector<D>(in.begin() + start, in.begin() + end);
+}
+
+Result<Inference> InferShape(const ShapeAttrs& a, const Facts& facts) {
+  // The length is known when the input's rank is (ONNX's inference does the same; a
+  // zero-iteration Loop's scan output shapes depend on it).
+  if (!facts.shape(0)) return OneOutput(TensorType(E::kInt64, DimList(1)));
+  const DimList dims = ShapeDims<Dim>(a, *facts.shape(0));
+  Inference inf =
+      OneOutput(TensorType(E::kInt64, DimList{Dim{static_cast<int64_t>(dims.size()), {}}}));
+  std::vector<int64_t> values;
+  for (const Dim& d : dims) {
+    if (!d.value) return inf;
+    values.push_back(*d.value);
+  }
+  IDEM_ASSIGN_OR_RETURN(
+      Value v, tensor_util::MakeInt64Tensor({static_cast<int64_t>(values.size())}, values));
+  inf.values.push_back(std::move(v));
+  return inf;
+}
+
+Status RunShape(const ShapeAttrs& a, RunContext&, std::span<const Value* const> inputs,
+                std::span<Value> outputs) {
+  const std::vector<int64_t> dims = ShapeDims<int64_t>(a, inputs[0]->tensor().shape());
+  IDEM_ASSIGN_OR_RETURN(outputs[0],
+                        tensor_util::MakeInt64Tensor({static_cast<int64_t>(dims.size())}, dims));
+  return {};
+}
 
 KernelSchema ShapeSchema(int version) {
   KernelSchema s;
@@ -49,97 +93,88 @@ KernelSchema ShapeSchema(int version) {
   s.inputs = {{"data", "T"}};
   s.outputs = {{"shape", "T1"}};
   s.constraints = {{"T", TensorTypes(tensor_util::AllElementsAt(version, 13))},
-                   {"T1", {Type::Tensor(ElementType::kInt64)}}};
+                   {"T1", {Type::Tensor(E::kInt64)}}};
   if (version >= 15) s.attributes = {"start", "end"};
-  s.infer = [version](const NodeContext& ctx) -> Result<std::vector<Type>> {
-    // The length is known when the input's rank is (ONNX's inference does the same; only a
-    // zero-iteration Loop's scan output shapes depend on it).
-    Dim length;
-    const Type& in = *ctx.inputs[0];
-    if (in.shape()) {
-      const auto rank = static_cast<int64_t>(in.shape()->size());
-      auto clamp = [rank](int64_t axis) {
-        if (axis < 0) axis += rank;
-        return std::clamp<int64_t>(axis, 0, rank);
-      };
-      int64_t start = 0, end = rank;
-      if (version >= 15) {
-        IDEM_ASSIGN_OR_RETURN(start, GetIntAttribute(ctx.node, "start", 0));
-        IDEM_ASSIGN_OR_RETURN(end, GetIntAttribute(ctx.node, "end", rank));
-      }
-      length.value = std::max<int64_t>(clamp(end) - clamp(start), 0);
-    }
-    return std::vector<Type>{Type::Tensor(ElementType::kInt64, std::vector<Dim>{length})};
-  };
-  s.create = [](const NodeContext& ctx) -> Result<std::unique_ptr<Kernel>> {
-    IDEM_ASSIGN_OR_RETURN(int64_t start, GetIntAttribute(ctx.node, "start", 0));
-    std::optional<int64_t> end;
-    if (ctx.node.FindAttribute("end") != nullptr) {
-      IDEM_ASSIGN_OR_RETURN(end, GetIntAttribute(ctx.node, "end", std::nullopt));
-    }
-    return MakeKernel<ShapeKernel>(start, end);
-  };
+  s.foldable = true;
+  DefineOp<ShapeAttrs>(s, ParseShape, InferShape,
+                       [](const ShapeAttrs& a, const Facts&) -> Result<std::unique_ptr<Kernel>> {
+                         return MakeFunctionKernel(a, RunShape);
+                       });
   return s;
 }
 
 // ---- Unsqueeze --------------------------------------------------------------------------------
 
-std::vector<int64_t> ReadInts(const Tensor& t) {
-  std::vector<int64_t> out;
-  if (t.element_type() == ElementType::kInt32) {
-    for (int32_t v : t.data_as<int32_t>()) out.push_back(v);
-  } else {
-    for (int64_t v : t.data_as<int64_t>()) out.push_back(v);
+struct UnsqueezeAttrs {
+  std::optional<std::vector<int64_t>> axes;  // the attribute (versions 1, 11)
+};
+
+Result<UnsqueezeAttrs> ParseUnsqueeze(const NodeContext& ctx) {
+  AttrReader r(ctx.node);
+  UnsqueezeAttrs a;
+  if (ctx.version < 13) {
+    IDEM_ASSIGN_OR_RETURN(a.axes, r.Ints("axes"));
+    // Unsqueeze-1: "a list of non-negative integers" (negative axes arrive with version 11).
+    IDEM_RETURN_IF_ERROR(CheckNonNegative(*a.axes, ctx.version, 11, "attribute 'axes'"));
   }
-  return out;
+  return a;
 }
 
-Result<std::vector<int64_t>> UnsqueezedShape(std::span<const int64_t> shape,
-                                             std::vector<int64_t> axes) {
-  const auto rank = static_cast<int64_t>(shape.size() + axes.size());
-  std::vector<uint8_t> inserted(static_cast<size_t>(rank), 0);
-  for (int64_t& a : axes) {
-    if (a < -rank || a >= rank) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("axis {} is outside [-{}, {}]", a, rank, rank - 1));
-    }
-    if (a < 0) a += rank;
-    if (inserted[static_cast<size_t>(a)]) {
-      return Status(StatusCode::kInvalidArgument, fmt::format("axis {} is repeated", a));
-    }
-    inserted[static_cast<size_t>(a)] = 1;
-  }
-  std::vector<int64_t> out;
+// The input's dims with a 1 inserted at each axis (axes index the output, of rank r + n).
+template <class D>
+Result<std::vector<D>> UnsqueezeShape(std::span<const D> in, std::span<const int64_t> axes) {
+  const auto rank = static_cast<int64_t>(in.size() + axes.size());
+  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> normalized, NormalizeAxes(axes, rank, "axis"));
+  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  for (int64_t axis : normalized) inserted[static_cast<size_t>(axis)] = true;
+  std::vector<D> out;
   size_t next = 0;
   for (int64_t i = 0; i < rank; ++i) {
-    out.push_back(inserted[static_cast<size_t>(i)] ? 1 : shape[next++]);
+    out.push_back(inserted[static_cast<size_t>(i)] ? MakeDim<D>(1) : in[next++]);
   }
   return out;
 }
 
-class UnsqueezeKernel final : public Kernel {
- public:
-  explicit UnsqueezeKernel(std::optional<std::vector<int64_t>> axes) : axes_(std::move(axes)) {}
-  Status Run(std::span<const Value* const> inputs, std::span<Value> outputs) const override {
-    const Tensor& t = inputs[0]->tensor();
-    std::vector<int64_t> axes;
-    if (axes_) {
-      axes = *axes_;
-    } else {
-      const Tensor& a = inputs[1]->tensor();
-      if (a.rank() > 1) {
-        return Status(StatusCode::kInvalidArgument, "'axes' must be a 1-D tensor");
-      }
-      axes = ReadInts(a);
-    }
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, UnsqueezedShape(t.shape(), std::move(axes)));
-    IDEM_ASSIGN_OR_RETURN(outputs[0], tensor_util::Reshaped(t, std::move(shape)));
-    return {};
-  }
+// ONNX Runtime also takes a scalar axes input (one axis); so does idem.
+Result<std::optional<std::vector<int64_t>>> UnsqueezeAxes(const UnsqueezeAttrs& a,
+                                                          const Facts& facts) {
+  if (a.axes) return a.axes;
+  return ConstantIntVector(facts, 1, "axes", true);
+}
 
- private:
-  std::optional<std::vector<int64_t>> axes_;  // version 11: the attribute
-};
+Result<Inference> InferUnsqueeze(const UnsqueezeAttrs& a, const Facts& facts) {
+  const ElementType type = facts.element_type(0);
+  IDEM_ASSIGN_OR_RETURN(auto axes, UnsqueezeAxes(a, facts));
+  if (!facts.shape(0)) return OneOutput(TensorType(type, std::nullopt));
+  if (axes) {
+    IDEM_ASSIGN_OR_RETURN(DimList dims, UnsqueezeShape<Dim>(*facts.shape(0), *axes));
+    return OneOutput(TensorType(type, std::move(dims)));
+  }
+  // Axes known at run time only: the rank is known when their count is.
+  if (auto n = KnownLength(facts, 1, true)) {
+    return OneOutput(TensorType(type, DimList(facts.shape(0)->size() + static_cast<size_t>(*n))));
+  }
+  return OneOutput(TensorType(type, std::nullopt));
+}
+
+Status RunUnsqueeze(const UnsqueezeAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
+                    std::span<Value> outputs) {
+  const Tensor& t = inputs[0]->tensor();
+  std::vector<int64_t> axes;
+  if (a.axes) {
+    axes = *a.axes;
+  } else {
+    IDEM_ASSIGN_OR_RETURN(axes, ReadIntVector(inputs[1]->tensor(), "axes", true));
+  }
+  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, UnsqueezeShape<int64_t>(t.shape(), axes));
+  if (shape.size() > ctx.limits().max_rank) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("an output of rank {} exceeds max_rank {}", shape.size(),
+                              ctx.limits().max_rank));
+  }
+  IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, shape));
+  return {};
+}
 
 KernelSchema UnsqueezeSchema(int version) {
   KernelSchema s;
@@ -149,208 +184,237 @@ KernelSchema UnsqueezeSchema(int version) {
   if (version >= 13) s.inputs.push_back({"axes", "tensor(int64)"});
   s.outputs = {{"expanded", "T"}};
   s.constraints = {{"T", TensorTypes(tensor_util::AllElementsAt(version, 13))},
-                   {"tensor(int64)", {Type::Tensor(ElementType::kInt64)}}};
+                   {"tensor(int64)", {Type::Tensor(E::kInt64)}}};
   if (version < 13) s.attributes = {"axes"};
-  s.infer = [version](const NodeContext& ctx) -> Result<std::vector<Type>> {
-    // Unsqueeze-1/11 (axes attribute) on an input of known rank: the output's dims, as ONNX's
-    // inference gives them (axes that are an input, 13+, are not known while planning).
-    const Type& in = *ctx.inputs[0];
-    const Attribute* a = ctx.node.FindAttribute("axes");
-    if (version < 13 && in.shape() && a != nullptr && a->kind == Attribute::Kind::kInts) {
-      const auto rank = static_cast<int64_t>(in.shape()->size() + a->ints.size());
-      std::vector<uint8_t> inserted(static_cast<size_t>(rank), 0);
-      bool valid = true;
-      for (int64_t axis : a->ints) {
-        if (axis < 0) axis += rank;
-        if (axis < 0 || axis >= rank || inserted[static_cast<size_t>(axis)]) {
-          valid = false;  // the kernel's creation reports it
-          break;
-        }
-        inserted[static_cast<size_t>(axis)] = 1;
-      }
-      if (valid) {
-        std::vector<Dim> dims;
-        size_t next = 0;
-        for (int64_t i = 0; i < rank; ++i) {
-          dims.push_back(inserted[static_cast<size_t>(i)] ? Dim{1, {}} : (*in.shape())[next++]);
-        }
-        return std::vector<Type>{Type::Tensor(in.element_type(), std::move(dims))};
-      }
-    }
-    return std::vector<Type>{Type::Tensor(in.element_type())};
-  };
-  s.create = [version](const NodeContext& ctx) -> Result<std::unique_ptr<Kernel>> {
-    if (version >= 13) return MakeKernel<UnsqueezeKernel>(std::nullopt);
-    const Attribute* a = ctx.node.FindAttribute("axes");
-    if (a == nullptr || a->kind != Attribute::Kind::kInts) {
-      return Status(StatusCode::kInvalidModel, "attribute 'axes' (ints) is required");
-    }
-    if (version < 11) {
-      // Unsqueeze-1: "a list of non-negative integers" (negative axes arrive with version 11).
-      for (int64_t axis : a->ints) {
-        if (axis < 0) {
-          return Status(StatusCode::kInvalidModel,
-                        fmt::format("axes holds {}; Unsqueeze-1 takes non-negative axes", axis));
-        }
-      }
-    }
-    return MakeKernel<UnsqueezeKernel>(a->ints);
-  };
+  s.foldable = true;
+  DefineOp<UnsqueezeAttrs>(
+      s, ParseUnsqueeze, InferUnsqueeze,
+      [](const UnsqueezeAttrs& a, const Facts&) -> Result<std::unique_ptr<Kernel>> {
+        return MakeFunctionKernel(a, RunUnsqueeze);
+      });
   return s;
 }
 
 // ---- Slice ------------------------------------------------------------------------------------
 
-// Slice-1 takes starts, ends and axes as attributes (no steps); later versions as inputs.
-struct SliceAttributes {
+// What selects the slice: Slice-1's attributes, or the inputs of later versions.
+struct SliceParams {
   std::vector<int64_t> starts, ends;
-  std::optional<std::vector<int64_t>> axes;
+  std::optional<std::vector<int64_t>> axes, steps;
 };
 
-class SliceKernel final : public Kernel {
- public:
-  explicit SliceKernel(std::optional<SliceAttributes> attributes)
-      : attributes_(std::move(attributes)) {}
+struct SliceAttrs {
+  std::optional<SliceParams> params;  // Slice-1
+};
 
-  Status RunWith(RunContext& ctx, std::span<const Value* const> inputs,
-                 std::span<Value> outputs) const override {
-    const Tensor& t = inputs[0]->tensor();
-    const auto shape = t.shape();
-    const auto rank = static_cast<int64_t>(shape.size());
-    std::vector<int64_t> starts, ends, axes, steps;
-    if (attributes_) {
-      starts = attributes_->starts;
-      ends = attributes_->ends;
-      if (attributes_->axes) axes = *attributes_->axes;
+Result<SliceAttrs> ParseSlice(const NodeContext& ctx) {
+  SliceAttrs a;
+  if (ctx.version > 1) return a;
+  AttrReader r(ctx.node);
+  SliceParams p;
+  IDEM_ASSIGN_OR_RETURN(p.starts, r.Ints("starts"));
+  IDEM_ASSIGN_OR_RETURN(p.ends, r.Ints("ends"));
+  if (r.has("axes")) {
+    IDEM_ASSIGN_OR_RETURN(p.axes, r.Ints("axes"));
+  }
+  if (p.ends.size() != p.starts.size() || (p.axes && p.axes->size() != p.starts.size())) {
+    return InvalidModel("attributes 'starts', 'ends' and 'axes' must have one length");
+  }
+  a.params = std::move(p);
+  return a;
+}
+
+// The output's dims, and per input dim the first element taken and the step.
+template <class D>
+struct SliceGeometry {
+  std::vector<D> dims;
+  std::vector<int64_t> begin, step;
+};
+
+// The spec's rule (Slice-13's text, which the earlier versions share): negative starts and ends
+// have the dim added; starts clamp to [0, dim] ([0, dim-1] stepping backward), ends to [0, dim]
+// ([-1, dim-1] backward). While planning, an unknown dim gives an unknown output dim unless the
+// slice takes all of it (0 to INT64_MAX by 1, or -1 to INT64_MIN by -1).
+template <class D>
+Result<SliceGeometry<D>> SliceShape(std::span<const D> in, const SliceParams& p) {
+  const size_t n = p.starts.size();
+  if (p.ends.size() != n || (p.axes && p.axes->size() != n) || (p.steps && p.steps->size() != n)) {
+    return InvalidArgument(
+        fmt::format("starts, ends, axes and steps must have one length (got {}, {}, {}, {})", n,
+                    p.ends.size(), p.axes ? p.axes->size() : n, p.steps ? p.steps->size() : n));
+  }
+  const auto rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> axes;
+  if (p.axes) {
+    IDEM_ASSIGN_OR_RETURN(axes, NormalizeAxes(*p.axes, rank, "axis"));
+  } else {
+    if (static_cast<int64_t>(n) > rank) {
+      return InvalidArgument(
+          fmt::format("{} starts for an input of rank {} (without axes, they "
+                      "apply to the first dims)",
+                      n, rank));
+    }
+    for (size_t k = 0; k < n; ++k) axes.push_back(static_cast<int64_t>(k));
+  }
+  SliceGeometry<D> g;
+  g.dims.assign(in.begin(), in.end());
+  g.begin.assign(in.size(), 0);
+  g.step.assign(in.size(), 1);
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  for (size_t k = 0; k < n; ++k) {
+    const auto a = static_cast<size_t>(axes[k]);
+    const int64_t st = p.steps ? (*p.steps)[k] : 1;
+    if (st == 0) return InvalidArgument("a step of 0 is not allowed");
+    g.step[a] = st;
+    auto known = KnownDim(in[a]);
+    if (!known) {
+      const bool all = (st == 1 && p.starts[k] == 0 && p.ends[k] == kMax) ||
+                       (st == -1 && p.starts[k] == -1 && p.ends[k] == kMin);
+      if (!all) g.dims[a] = MakeDim<D>(std::nullopt);
+      continue;
+    }
+    const int64_t dim = *known;
+    int64_t s = p.starts[k], e = p.ends[k];
+    // Adding dim to a negative value cannot overflow; clamping follows at once.
+    if (s < 0) s += dim;
+    if (e < 0) e += dim;
+    if (st > 0) {
+      s = std::clamp<int64_t>(s, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
     } else {
-      starts = ReadInts(inputs[1]->tensor());
-      ends = ReadInts(inputs[2]->tensor());
-      if (inputs.size() > 3 && inputs[3] != nullptr) axes = ReadInts(inputs[3]->tensor());
-      if (inputs.size() > 4 && inputs[4] != nullptr) steps = ReadInts(inputs[4]->tensor());
+      s = std::clamp<int64_t>(s, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
     }
-    const bool axes_given =
-        attributes_ ? attributes_->axes.has_value() : inputs.size() > 3 && inputs[3] != nullptr;
-    if (!axes_given) {
-      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    // ceil(distance / |step|) without overflow: a step of INT64_MAX or INT64_MIN is valid (one
+    // element), and neither `distance + step - 1` nor `-step` may be computed in int64.
+    int64_t count = 0;
+    if (st > 0 && e > s) {
+      count =
+          static_cast<int64_t>(static_cast<uint64_t>(e - s - 1) / static_cast<uint64_t>(st)) + 1;
     }
-    if (attributes_ || !(inputs.size() > 4 && inputs[4] != nullptr)) steps.assign(starts.size(), 1);
-    if (ends.size() != starts.size() || axes.size() != starts.size() ||
-        steps.size() != starts.size()) {
-      return Status(StatusCode::kInvalidArgument,
-                    fmt::format("starts, ends, axes and steps must have one length (got {}, {}, "
-                                "{}, {})",
-                                starts.size(), ends.size(), axes.size(), steps.size()));
+    if (st < 0 && s > e) {
+      const uint64_t magnitude = uint64_t{0} - static_cast<uint64_t>(st);
+      count = static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / magnitude) + 1;
     }
-    std::vector<int64_t> begin(static_cast<size_t>(rank), 0), step(static_cast<size_t>(rank), 1);
-    std::vector<int64_t> out_shape(shape.begin(), shape.end());
-    std::vector<uint8_t> seen(static_cast<size_t>(rank), 0);
-    for (size_t k = 0; k < starts.size(); ++k) {
-      int64_t axis = axes[k];
-      if (axis < -rank || axis >= rank) {
-        return Status(StatusCode::kInvalidArgument,
-                      fmt::format("axis {} is outside [-{}, {}]", axis, rank, rank - 1));
-      }
-      if (axis < 0) axis += rank;
-      const auto a = static_cast<size_t>(axis);
-      if (seen[a])
-        return Status(StatusCode::kInvalidArgument, fmt::format("axis {} is repeated", axis));
-      seen[a] = 1;
-      const int64_t dim = shape[a];
-      const int64_t st = steps[k];
-      if (st == 0) return Status(StatusCode::kInvalidArgument, "a step of 0 is not allowed");
-      int64_t s = starts[k], e = ends[k];
-      // Clamping as the spec states (after adding dim to negative values).
-      if (s < 0) s += dim;
-      if (e < 0) e += dim;
-      if (st > 0) {
-        s = std::clamp<int64_t>(s, 0, dim);
-        e = std::clamp<int64_t>(e, 0, dim);
-      } else {
-        s = std::clamp<int64_t>(s, 0, dim - 1);
-        e = std::clamp<int64_t>(e, -1, dim - 1);
-      }
-      // ceil(distance / |step|) without overflow: a step of INT64_MAX or INT64_MIN is valid (one
-      // element), and neither `distance + step - 1` nor `-step` may be computed in int64.
-      int64_t count = 0;
-      if (st > 0 && e > s) {
-        count =
-            static_cast<int64_t>(static_cast<uint64_t>(e - s - 1) / static_cast<uint64_t>(st)) + 1;
-      }
-      if (st < 0 && s > e) {
-        const uint64_t magnitude = uint64_t{0} - static_cast<uint64_t>(st);
-        count = static_cast<int64_t>(static_cast<uint64_t>(s - e - 1) / magnitude) + 1;
-      }
-      begin[a] = s;
-      step[a] = st;
-      out_shape[a] = count;
+    g.begin[a] = s;
+    g.dims[a] = MakeDim<D>(count);
+  }
+  return g;
+}
+
+Result<std::optional<std::vector<int64_t>>> SliceInput(const Value* v, std::string_view name) {
+  if (v == nullptr) return std::optional<std::vector<int64_t>>();
+  IDEM_ASSIGN_OR_RETURN(auto ints, ReadIntVector(v->tensor(), name));
+  return std::optional<std::vector<int64_t>>(std::move(ints));
+}
+
+// The params from the inputs (null entries: omitted axes or steps).
+Result<SliceParams> ReadSliceParams(std::span<const Value* const> in) {
+  SliceParams p;
+  IDEM_ASSIGN_OR_RETURN(p.starts, ReadIntVector(in[1]->tensor(), "starts"));
+  IDEM_ASSIGN_OR_RETURN(p.ends, ReadIntVector(in[2]->tensor(), "ends"));
+  IDEM_ASSIGN_OR_RETURN(p.axes, SliceInput(in.size() > 3 ? in[3] : nullptr, "axes"));
+  IDEM_ASSIGN_OR_RETURN(p.steps, SliceInput(in.size() > 4 ? in[4] : nullptr, "steps"));
+  return p;
+}
+
+Result<Inference> InferSlice(const SliceAttrs& a, const Facts& facts) {
+  const ElementType type = facts.element_type(0);
+  if (!facts.shape(0)) return OneOutput(TensorType(type, std::nullopt));
+  const DimList& in = *facts.shape(0);
+  std::optional<SliceParams> params = a.params;
+  if (!params) {
+    // Every given input constant: the params are known.
+    std::vector<const Value*> values = {nullptr};
+    bool all = true;
+    for (size_t i = 1; i < facts.size(); ++i) {
+      values.push_back(facts.has(i) ? facts.constant(i) : nullptr);
+      all = all && (!facts.has(i) || facts.constant(i) != nullptr);
     }
-    uint64_t total = 1;
-    for (int64_t d : out_shape) total *= static_cast<uint64_t>(d);
-    const ElementType type = t.element_type();
-    IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, total, ctx.limits()));
-    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
-    if (total == 0) {
-      // Nothing to gather (the input may be empty with huge dims, [0, 2^60, 4]).
-      if (type == ElementType::kString) {
-        IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(std::move(out_shape), {}));
-      } else {
-        IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(type, std::move(out_shape), Buffer()));
-      }
-      return {};
+    if (all && facts.size() >= 3) {
+      IDEM_ASSIGN_OR_RETURN(params, ReadSliceParams(values));
     }
-    // Source strides (products of dims, which fit in int64 for any valid tensor).
-    std::vector<int64_t> stride(static_cast<size_t>(rank), 1);
-    for (int64_t d = rank - 1; d > 0; --d) stride[d - 1] = stride[d] * shape[d];
-    std::vector<int64_t> index(static_cast<size_t>(rank), 0);
-    auto source_of = [&]() {
-      int64_t off = 0;
-      for (size_t d = 0; d < index.size(); ++d) off += (begin[d] + index[d] * step[d]) * stride[d];
-      return off;
-    };
-    auto advance = [&]() {
-      for (size_t d = index.size(); d-- > 0;) {
-        if (++index[d] < out_shape[d]) return;
-        index[d] = 0;
-      }
-    };
-    if (type == ElementType::kString) {
-      std::vector<std::string> strings;
-      strings.reserve(total);
-      auto src = t.strings();
-      for (uint64_t i = 0; i < total; ++i, advance()) {
-        strings.push_back(src[static_cast<size_t>(source_of())]);
-      }
-      IDEM_ASSIGN_OR_RETURN(outputs[0],
-                            Value::MakeStringTensor(std::move(out_shape), std::move(strings)));
-      return {};
-    }
-    const int bits = ElementBits(type);
-    if (bits % 8 != 0) {
-      return Status(StatusCode::kUnsupported, "Slice of sub-byte element types");
-    }
-    const size_t size = static_cast<size_t>(bits / 8);
-    std::byte* out = nullptr;
-    IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, &out));
-    const std::byte* src = t.data().data();
-    for (uint64_t i = 0; i < total; ++i, advance()) {
-      std::memcpy(out + i * size, src + static_cast<size_t>(source_of()) * size, size);
-    }
-    IDEM_ASSIGN_OR_RETURN(outputs[0],
-                          Value::MakeTensor(type, std::move(out_shape), std::move(buffer)));
+  }
+  if (params) {
+    IDEM_ASSIGN_OR_RETURN(SliceGeometry<Dim> g, SliceShape<Dim>(in, *params));
+    return OneOutput(TensorType(type, std::move(g.dims)));
+  }
+  // Params known at run time only: the dims of axes they do not name pass through, when the axes
+  // are known (a constant, or omitted with a known count of starts).
+  std::optional<std::vector<int64_t>> axes;
+  if (facts.has(3)) {
+    IDEM_ASSIGN_OR_RETURN(axes, ConstantIntVector(facts, 3, "axes"));
+  } else if (auto n = KnownLength(facts, 1); n && *n <= static_cast<int64_t>(in.size())) {
+    axes.emplace();
+    for (int64_t k = 0; k < *n; ++k) axes->push_back(k);
+  }
+  DimList dims(in.size());
+  if (axes) {
+    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
+                          NormalizeAxes(*axes, static_cast<int64_t>(in.size()), "axis"));
+    dims = in;
+    for (int64_t axis : normalized) dims[static_cast<size_t>(axis)] = Dim{};
+  }
+  return OneOutput(TensorType(type, std::move(dims)));
+}
+
+Status RunSlice(const SliceAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
+                std::span<Value> outputs) {
+  const Tensor& t = inputs[0]->tensor();
+  SliceParams read;
+  if (!a.params) {
+    IDEM_ASSIGN_OR_RETURN(read, ReadSliceParams(inputs));
+  }
+  const SliceParams& p = a.params ? *a.params : read;
+  IDEM_ASSIGN_OR_RETURN(SliceGeometry<int64_t> g, SliceShape<int64_t>(t.shape(), p));
+  const auto shape = t.shape();
+  const size_t rank = shape.size();
+  uint64_t count = 1;
+  for (int64_t d : g.dims) count *= static_cast<uint64_t>(d);
+  if (std::equal(g.dims.begin(), g.dims.end(), shape.begin(), shape.end()) &&
+      std::all_of(g.step.begin(), g.step.end(), [](int64_t s) { return s == 1; })) {
+    // Everything selected (or an empty input): the same elements.
+    IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, g.dims));
     return {};
   }
-
- private:
-  std::optional<SliceAttributes> attributes_;  // Slice-1
-};
-
-Result<std::vector<int64_t>> RequiredInts(const NodeDef& node, const std::string& name) {
-  const Attribute* a = node.FindAttribute(name);
-  if (a == nullptr || a->kind != Attribute::Kind::kInts) {
-    return Status(StatusCode::kInvalidModel,
-                  fmt::format("attribute {} (ints) is required", QuoteName(name)));
+  if (count == 0 || t.element_count() == 0) {
+    // Nothing to gather (the input may be empty with huge dims, [0, 2^60, 4]).
+    if (t.element_type() == E::kString) {
+      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(std::move(g.dims), {}));
+    } else {
+      IDEM_ASSIGN_OR_RETURN(outputs[0],
+                            Value::MakeTensor(t.element_type(), std::move(g.dims), Buffer()));
+    }
+    return {};
   }
-  return a->ints;
+  const std::vector<int64_t> in_strides = RowMajorStrides(shape);
+  std::vector<int64_t> strides(rank);
+  int64_t offset = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    offset += g.begin[d] * in_strides[d];
+    // A step only matters where more than one element is taken (then |step| < dim).
+    strides[d] = in_strides[d] * (g.dims[d] > 1 ? g.step[d] : 1);
+  }
+  // One contiguous run of the input (outer dims of 1, then one dim sliced by step 1, then whole
+  // dims): share its bytes.
+  const int bits = ElementBits(t.element_type());
+  size_t first = 0;
+  while (first < rank && g.dims[first] == 1) ++first;
+  bool contiguous = t.element_type() != E::kString && bits % 8 == 0;
+  for (size_t d = first; contiguous && d < rank; ++d) {
+    contiguous = d == first ? g.step[d] == 1 : g.dims[d] == shape[d] && g.step[d] == 1;
+  }
+  if (contiguous) {
+    const auto size = static_cast<size_t>(bits / 8);
+    IDEM_ASSIGN_OR_RETURN(outputs[0],
+                          Value::MakeTensor(t.element_type(), std::move(g.dims),
+                                            t.data().Slice(static_cast<size_t>(offset) * size,
+                                                           static_cast<size_t>(count) * size)));
+    return {};
+  }
+  IDEM_ASSIGN_OR_RETURN(outputs[0], StridedCopy(ctx, t, g.dims, strides, offset));
+  return {};
 }
 
 KernelSchema SliceSchema(int version) {
@@ -369,35 +433,16 @@ KernelSchema SliceSchema(int version) {
   }
   s.outputs = {{"output", "T"}};
   std::vector<ElementType> elements = BaseElementTypes();
-  if (version >= 13) elements.push_back(ElementType::kBfloat16);
+  if (version >= 13) elements.push_back(E::kBfloat16);
   s.constraints = {{"T", TensorTypes(elements)}};
   if (version > 1) {
-    s.constraints.push_back(
-        {"Tind", TensorTypes(std::vector<ElementType>{ElementType::kInt32, ElementType::kInt64})});
+    s.constraints.push_back({"Tind", TensorTypes(std::vector<ElementType>{E::kInt32, E::kInt64})});
   }
-  s.infer = [](const NodeContext& ctx) -> Result<std::vector<Type>> {
-    const Type& in = *ctx.inputs[0];
-    if (in.shape()) {
-      return std::vector<Type>{
-          Type::Tensor(in.element_type(), std::vector<Dim>(in.shape()->size()))};
-    }
-    return std::vector<Type>{Type::Tensor(in.element_type())};
-  };
-  s.create = [version](const NodeContext& ctx) -> Result<std::unique_ptr<Kernel>> {
-    if (version > 1) return MakeKernel<SliceKernel>(std::nullopt);
-    SliceAttributes attributes;
-    IDEM_ASSIGN_OR_RETURN(attributes.starts, RequiredInts(ctx.node, "starts"));
-    IDEM_ASSIGN_OR_RETURN(attributes.ends, RequiredInts(ctx.node, "ends"));
-    if (ctx.node.FindAttribute("axes") != nullptr) {
-      IDEM_ASSIGN_OR_RETURN(attributes.axes, RequiredInts(ctx.node, "axes"));
-    }
-    if (attributes.ends.size() != attributes.starts.size() ||
-        (attributes.axes && attributes.axes->size() != attributes.starts.size())) {
-      return Status(StatusCode::kInvalidModel,
-                    "attributes 'starts', 'ends' and 'axes' must have one length");
-    }
-    return MakeKernel<SliceKernel>(std::move(attributes));
-  };
+  s.foldable = true;
+  DefineOp<SliceAttrs>(s, ParseSlice, InferSlice,
+                       [](const SliceAttrs& a, const Facts&) -> Result<std::unique_ptr<Kernel>> {
+                         return MakeFunctionKernel(a, RunSlice);
+                       });
   return s;
 }
 

@@ -37,6 +37,12 @@ ModelMetadata MetadataOf(const onnx::ModelProto& model) {
 
 Status Bad(std::string message) { return Status(StatusCode::kInvalidModel, std::move(message)); }
 
+// Whether a value info says anything about its type: exporters (PyTorch's If branches) write an
+// empty TypeProto (`type {}`) for outputs they leave to inference, which means the same as none.
+bool HasTypeValue(const onnx::ValueInfoProto& p) {
+  return p.has_type() && p.type().value_case() != onnx::TypeProto::VALUE_NOT_SET;
+}
+
 Result<ValueInfo> ConvertValueInfo(const onnx::ValueInfoProto& p, const Limits& limits,
                                    std::string_view role) {
   if (!p.has_type()) {
@@ -265,7 +271,7 @@ Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
   // Subgraph inputs and outputs may be untyped (exporters leave If branch outputs untyped; the
   // planner infers them from the owning node).
   for (const auto& p : g.input()) {
-    if (subgraph && !p.has_type()) {
+    if (subgraph && !HasTypeValue(p)) {
       graph.inputs.push_back({p.name(), Type()});
       graph.input_typed.resize(graph.inputs.size(), true);
       graph.input_typed.back() = false;
@@ -276,7 +282,7 @@ Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
   }
   if (subgraph) graph.input_typed.resize(graph.inputs.size(), true);
   for (const auto& p : g.output()) {
-    if (subgraph && !p.has_type()) {
+    if (subgraph && !HasTypeValue(p)) {
       graph.outputs.push_back({p.name(), Type()});
       graph.output_typed.resize(graph.outputs.size(), true);
       graph.output_typed.back() = false;
@@ -288,7 +294,7 @@ Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
   if (subgraph) graph.output_typed.resize(graph.outputs.size(), true);
   for (const auto& p : g.value_info()) {
     // value_info is advisory; an untyped entry says nothing.
-    if (!p.has_type()) continue;
+    if (!HasTypeValue(p)) continue;
     IDEM_ASSIGN_OR_RETURN(ValueInfo info, ConvertValueInfo(p, limits, "value_info"));
     graph.value_infos.push_back(std::move(info));
   }

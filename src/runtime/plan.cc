@@ -113,8 +113,8 @@ std::string DescribeRejection(const KernelRegistry& registry, const KernelSchema
 
 // Finds a cycle through `start`, in data-flow order: "A -> B -> A" (A produces an input of B).
 // Breadth-first and iterative, so a hostile graph of a million nodes cannot overflow the stack.
-std::string FindCycle(const GraphDef& graph, const std::unordered_map<std::string, int>& producer,
-                      int start) {
+std::string FindCycle(const GraphDef& graph,
+                      const std::unordered_map<std::string_view, int>& producer, int start) {
   // Edges go from a node to the producers of its inputs; parent[p] is the node that reached p.
   std::unordered_map<int, int> parent;
   std::vector<int> queue = {start};
@@ -253,8 +253,7 @@ class GraphPlanner {
       // An enclosing graph's constant is a constant here too (the handle is shared, not the
       // bytes copied), so nodes in the subgraph see it as a fact and can be folded.
       const auto index = static_cast<int32_t>(plan_->constants.size());
-      plan_->constants.push_back(
-          parent_->plan_->constants[static_cast<size_t>(outer->ref.index)]);
+      plan_->constants.push_back(parent_->plan_->constants[static_cast<size_t>(outer->ref.index)]);
       auto [inserted, ok] =
           slots_.emplace(name, NamedSlot{{ValueRef::Source::kConstant, index}, outer->type, -1});
       return &inserted->second;
@@ -461,7 +460,7 @@ class GraphPlanner {
       return Invalid(fmt::format("{}: has {} outputs; {} produces {}", label, node.outputs.size(),
                                  schema.Name(), schema.outputs.size()));
     }
-    if (node.outputs[0].empty()) {
+    if (node.outputs[0].empty() && schema.outputs[0].arity != FormalParameter::Arity::kOptional) {
       return Invalid(fmt::format("{}: output 0 has an empty name ({}'s first output is required)",
                                  label, schema.Name()));
     }
@@ -547,24 +546,31 @@ class GraphPlanner {
     }
     for (size_t o = 0; o < outputs; ++o) {
       if (!values[o].type().SameStructure(prepared.inference.types[o])) {
-        return Status(StatusCode::kInternal,
-                      fmt::format("{}: folded output {} is {} but inference said {}", label, o,
-                                  values[o].type().ToString(),
-                                  prepared.inference.types[o].ToString()));
+        return Status(
+            StatusCode::kInternal,
+            fmt::format("{}: folded output {} is {} but inference said {}", label, o,
+                        values[o].type().ToString(), prepared.inference.types[o].ToString()));
       }
     }
-    node_lines_ += fmt::format("  {}: {} -> {}  (folded at planning)\n", label,
-                               EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
-                               EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))));
+    AddNodeLine(node, label, "  (folded at planning)");
     for (size_t o = 0; o < outputs; ++o) {
       if (node.outputs[o].empty()) continue;
       const auto index = static_cast<int32_t>(plan_->constants.size());
       Type type = values[o].type();
       plan_->constants.push_back(std::move(values[o]));
-      slots_[node.outputs[o]] = {{ValueRef::Source::kConstant, index}, std::move(type),
-                                 producer};
+      slots_[node.outputs[o]] = {{ValueRef::Source::kConstant, index}, std::move(type), producer};
     }
     return true;
+  }
+
+  // Describe()'s line for a node; past kMaxDescribedNodes only counted, so describing a
+  // million-node graph costs no more than describing ten thousand.
+  static constexpr size_t kMaxDescribedNodes = 10000;
+  void AddNodeLine(const NodeDef& node, const std::string& label, std::string_view note) {
+    if (node_lines_count_++ >= kMaxDescribedNodes) return;
+    node_lines_ += fmt::format("  {}: {} -> {}{}\n", label,
+                               EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
+                               EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))), note);
   }
 
   const NamedSlot* FindLocal(const std::string& name) const {
@@ -723,6 +729,11 @@ class GraphPlanner {
       io += fmt::format("output {} {}\n", EscapeText(v.name), v.type.ToShortString());
     plan.description =
         header + io + fmt::format("nodes ({}):\n", graph_.nodes.size()) + node_lines_;
+    if (node_lines_count_ > kMaxDescribedNodes) {
+      plan.description +=
+          fmt::format("  ... and {} more nodes\n", node_lines_count_ - kMaxDescribedNodes);
+    }
+    std::string().swap(node_lines_);
   }
 
   const std::map<std::string, int64_t>& Opsets() const {
@@ -737,9 +748,12 @@ class GraphPlanner {
   GraphPlanner* parent_;
   int depth_;
   Plan* plan_ = nullptr;
-  std::unordered_map<std::string, NamedSlot> slots_;
-  std::unordered_map<std::string, Type> declared_;
-  std::unordered_map<std::string, int> producer_;
+  // Keyed by views of the names in graph_ (and, for captures, in the subgraphs it owns), which
+  // outlive the planner: a million-node graph does not copy its names again.
+  std::unordered_map<std::string_view, NamedSlot> slots_;
+  std::unordered_map<std::string_view, Type> declared_;
+  std::unordered_map<std::string_view, int> producer_;
+  size_t node_lines_count_ = 0;
   std::vector<const KernelSchema*> schemas_;
   std::string node_lines_;
 };
@@ -864,8 +878,8 @@ Status GraphPlanner::PlanNode(size_t n) {
       all_constant = false;
     }
   }
-  NodeContext context{node,           schema.since_version, input_types, options_.limits,
-                      &subgraphs,     constant_inputs};
+  NodeContext context{node,       schema.since_version, input_types, options_.limits,
+                      &subgraphs, constant_inputs};
   auto prepared = schema.prepare(context);
   if (!prepared.ok()) return std::move(prepared).take_status().WithContext(label);
   std::vector<Type>* inferred = &prepared->inference.types;
@@ -879,9 +893,9 @@ Status GraphPlanner::PlanNode(size_t n) {
   IDEM_RETURN_IF_ERROR(CheckOutputTypes(node, schema, label, *inferred, bound));
   // Constant folding: outputs the facts determine, or a pure kernel over constant inputs run
   // once now, become constants of the plan (no step runs for them).
-  IDEM_ASSIGN_OR_RETURN(bool folded, FoldNode(node, schema, label, *prepared, constant_inputs,
-                                              all_constant, subgraphs.captures().empty(),
-                                              static_cast<int>(n)));
+  IDEM_ASSIGN_OR_RETURN(bool folded,
+                        FoldNode(node, schema, label, *prepared, constant_inputs, all_constant,
+                                 subgraphs.captures().empty(), static_cast<int>(n)));
   if (folded) return {};
   // A declared output (value_info or graph output; compatible, as just checked) completes what
   // inference left unknown, as ONNX's shape inference merges them; only a zero-iteration Loop's
@@ -895,10 +909,7 @@ Status GraphPlanner::PlanNode(size_t n) {
   // not the operator's name).
   const bool erase = options_.eliminate_identity && schema.output_is_input &&
                      node.inputs.size() == 1 && node.outputs.size() == 1;
-  node_lines_ += fmt::format("  {}: {} -> {}{}\n", label,
-                             EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
-                             EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))),
-                             erase ? "  (erased: aliases its input)" : "");
+  AddNodeLine(node, label, erase ? "  (erased: aliases its input)" : "");
   if (erase) {
     slots_[node.outputs[0]] = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
     return {};
