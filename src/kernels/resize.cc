@@ -645,7 +645,21 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
   const std::byte* p = x.data().data();
   for (int64_t i = 0; i < in_count; ++i) cur[static_cast<size_t>(i)] = ToAcc(LoadElement<T>(p, i));
   for (size_t d : order) {
-    const AxisTaps taps = MakeTaps(a, geometry[d]);
+    // The taps of an antialiasing downscale grow with in / out: bound them by the budget too.
+    const AxisGeometry& g = geometry[d];
+    if (a.antialias) {
+      const double stretch = std::max(1.0, 1.0 / static_cast<double>(g.scale));
+      const double per_output =
+          2.0 * std::ceil((a.mode == Mode::kLinear ? 1.0 : 2.0) * stretch) + 1;
+      const double tap_bytes =
+          per_output * static_cast<double>(g.out) * (sizeof(int64_t) + sizeof(float));
+      if (!(tap_bytes < 1.8e19)) {
+        return Status(StatusCode::kResourceExhausted,
+                      fmt::format("Resize: the filter taps of axis {} are too many", d));
+      }
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(tap_bytes)));
+    }
+    const AxisTaps taps = MakeTaps(a, g);
     outside[d] = taps.outside;
     const int64_t outer = count_of(std::span<const int64_t>(shape).first(d));
     const int64_t inner = count_of(std::span<const int64_t>(shape).subspan(d + 1));

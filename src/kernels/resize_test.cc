@@ -625,6 +625,14 @@ TEST(ResizeTest, HugeOutputsAreRefusedBeforeAllocating) {
   EXPECT_STATUS(Runner(c).WithLimits(limits).Run({x, Value(), F32({1, 100})}),
                 StatusCode::kResourceExhausted, "max_tensor_bytes");
   EXPECT_TRUE(Runner(c).WithLimits(limits).Run({x, Value(), F32({1, 50})}).ok());
+  // An antialiasing downscale of a long axis needs many taps: they are checked too.
+  limits.max_tensor_bytes = 100000;
+  Value wide = Floats({1, 20000}, std::vector<float>(20000, 1.0f));
+  Case aa = c;
+  aa.antialias = true;
+  EXPECT_STATUS(Runner(aa).WithLimits(limits).Run({wide, Value(), Value(), I64({1, 1})}),
+                StatusCode::kResourceExhausted, "max_tensor_bytes");
+  EXPECT_TRUE(Runner(c).WithLimits(limits).Run({wide, Value(), Value(), I64({1, 1})}).ok());
   // A huge dim of an empty output builds nothing.
   Value e = Floats({0, 4}, {});
   EXPECT_EQ(ShapeOf(Runner(c).Run({e, Value(), Value(), I64({0, int64_t{1} << 50})}).value()[0]),
