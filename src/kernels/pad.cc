@@ -365,6 +365,10 @@ Result<std::optional<std::vector<int64_t>>> KnownPads(const PadAttrs& a, const F
 
 Result<Inference> InferPad(const PadAttrs& a, const Facts& facts) {
   const E type = facts.element_type(0);
+  if (facts.has(2) && facts.type(2).is_tensor() && facts.element_type(2) != type) {
+    return InvalidModel(fmt::format("Pad: constant_value is tensor({}) but data is tensor({})",
+                                    ElementTypeName(facts.element_type(2)), ElementTypeName(type)));
+  }
   const auto& x = facts.shape(0);
   if (!x) return OneOutput(TensorType(type, std::nullopt));
   const auto rank = static_cast<int64_t>(x->size());
@@ -404,6 +408,11 @@ Status RunPad(const PadAttrs& a, RunContext& ctx, std::span<const Value* const> 
     IDEM_ASSIGN_OR_RETURN(pads, PadsPerAxis(values, axes ? &*axes : nullptr, rank));
     if (inputs.size() > 2 && inputs[2] != nullptr) {
       const Tensor& c = inputs[2]->tensor();
+      if (c.element_type() != x.element_type()) {
+        return InvalidArgument(
+            fmt::format("Pad: constant_value is tensor({}) but data is tensor({})",
+                        ElementTypeName(c.element_type()), ElementTypeName(x.element_type())));
+      }
       if (c.element_count() != 1) {
         return InvalidArgument(fmt::format(
             "Pad: constant_value must hold one value, got {} elements", c.element_count()));

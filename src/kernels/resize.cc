@@ -3,28 +3,30 @@
 // Output sizes: floor(dim * scale) (in float, as ONNX Runtime), or `sizes` (from 18 adjusted by
 // keep_aspect_ratio_policy: one scale, the min or max of sizes / dim, and round(scale * dim)),
 // over the `axes` attribute's axes from 18. Sizes are checked against the limits before anything
-// is allocated.
+// is allocated; an output shaped like the input is the input itself (as ONNX Runtime).
 // Coordinates follow ONNX Runtime's float formulas for every coordinate_transformation_mode
 // (asymmetric before 11), except that align_corners takes the resized length as scale * dim when
-// scales are given (the ONNX reference, which the official tests follow; ONNX Runtime fails two of
-// them); an axis whose scale is exactly 1 keeps its coordinates (as ONNX
-// Runtime, which also ignores its roi), and an output shaped like the input is the input itself.
-// nearest: nearest_mode (before 11: ceil when downsampling, truncation otherwise), clamped to the
-// input; any element type. linear and cubic: numeric types only, separable passes (one per resized
-// axis, shrinking axes first) of taps computed as ONNX Runtime computes them: linear on the
-// coordinate clamped to the input, cubic (Keys, cubic_coeff_a) with edge taps clamped or, with
-// exclude_outside, dropped and the rest renormalized, and with antialias the Pillow-style
-// filters stretched by 1 / scale when downsampling. Sums are accumulated in float for float,
-// float16 and bfloat16 inputs (rounded once at the end) and in double for double and integer
-// inputs; integer results are truncated toward zero (as ONNX Runtime) and saturated to the type's
-// range. tf_crop_and_resize gives extrapolation_value where the coordinate falls outside the
-// input.
+// scales are given (the ONNX reference, which the official tests follow; ONNX Runtime fails two
+// of them). An axis whose scale is exactly 1 keeps its coordinates (as ONNX Runtime, which also
+// ignores its roi there).
+// nearest: nearest_mode (before 11: ceil when downsampling, truncation otherwise), a coordinate
+// within 1e-6 of a half counting as a tie (as ONNX Runtime 1.30), clamped to the input; any
+// element type. linear and cubic: numeric types only, separable passes (one per resized axis,
+// shrinking axes first) of taps computed as ONNX Runtime computes them: linear on the coordinate
+// clamped to the input, cubic (Keys, cubic_coeff_a) with edge taps clamped or, with
+// exclude_outside, dropped and the rest renormalized, and with antialias the Pillow-style filters
+// stretched by 1 / scale when downsampling (an axis whose size stays is kept). Sums are
+// accumulated in float for float, float16 and bfloat16 inputs (rounded once at the end) and in
+// double for double and integer inputs, in a fixed order; integer results are truncated toward
+// zero (as ONNX Runtime) and saturated to the type's range. tf_crop_and_resize gives
+// extrapolation_value where the coordinate falls outside the input.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 
 #include "src/core/float_convert.h"
@@ -637,11 +639,27 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
   };
   const int64_t in_count = x.element_count();
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(in_count) * sizeof(C)));
-  std::vector<C> cur(static_cast<size_t>(in_count));
+  // Working buffers are left uninitialized: every element is written before it is read.
+  std::unique_ptr<C[]> cur(new C[static_cast<size_t>(in_count)]);
+  int64_t cur_count = in_count;
   const std::byte* p = x.data().data();
   for (int64_t i = 0; i < in_count; ++i) cur[static_cast<size_t>(i)] = ToAcc(LoadElement<T>(p, i));
   for (size_t d : order) {
-    const AxisTaps taps = MakeTaps(a, geometry[d]);
+    // The taps of an antialiasing downscale grow with in / out: bound them by the budget too.
+    const AxisGeometry& g = geometry[d];
+    if (a.antialias) {
+      const double stretch = std::max(1.0, 1.0 / static_cast<double>(g.scale));
+      const double per_output =
+          2.0 * std::ceil((a.mode == Mode::kLinear ? 1.0 : 2.0) * stretch) + 1;
+      const double tap_bytes =
+          per_output * static_cast<double>(g.out) * (sizeof(int64_t) + sizeof(float));
+      if (!(tap_bytes < 1.8e19)) {
+        return Status(StatusCode::kResourceExhausted,
+                      fmt::format("Resize: the filter taps of axis {} are too many", d));
+      }
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(tap_bytes)));
+    }
+    const AxisTaps taps = MakeTaps(a, g);
     outside[d] = taps.outside;
     const int64_t outer = count_of(std::span<const int64_t>(shape).first(d));
     const int64_t inner = count_of(std::span<const int64_t>(shape).subspan(d + 1));
@@ -649,14 +667,25 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
     const int64_t n_out = geometry[d].out;
     const int64_t next_count = outer * n_out * inner;
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(next_count) * sizeof(C)));
-    std::vector<C> next(static_cast<size_t>(next_count), C{0});
+    std::unique_ptr<C[]> next(new C[static_cast<size_t>(next_count)]);
+    // Each output is the sum of its taps in tap order (the same order for every element).
     for (int64_t b = 0; b < outer; ++b) {
-      const C* src = cur.data() + b * n_in * inner;
-      C* dst = next.data() + b * n_out * inner;
+      const C* src = cur.get() + b * n_in * inner;
+      C* dst = next.get() + b * n_out * inner;
       for (int64_t o = 0; o < n_out; ++o) {
+        const size_t first = taps.begin[static_cast<size_t>(o)];
+        const size_t end = taps.begin[static_cast<size_t>(o) + 1];
         C* row = dst + o * inner;
-        for (size_t k = taps.begin[static_cast<size_t>(o)];
-             k < taps.begin[static_cast<size_t>(o) + 1]; ++k) {
+        if (inner == 1) {
+          C sum{0};
+          for (size_t k = first; k < end; ++k) {
+            sum += static_cast<C>(taps.weight[k]) * src[taps.index[k]];
+          }
+          *row = sum;
+          continue;
+        }
+        std::fill(row, row + inner, C{0});
+        for (size_t k = first; k < end; ++k) {
           const C w = static_cast<C>(taps.weight[k]);
           const C* s = src + taps.index[k] * inner;
           for (int64_t i = 0; i < inner; ++i) row[i] += w * s[i];
@@ -664,6 +693,7 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
       }
     }
     cur = std::move(next);
+    cur_count = next_count;
     shape[d] = n_out;
   }
   // tf_crop_and_resize: coordinates outside the input give extrapolation_value.
@@ -676,14 +706,15 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
       for (int64_t b = 0; b < outer; ++b) {
         for (int64_t o = 0; o < out_shape[d]; ++o) {
           if (!outside[d][static_cast<size_t>(o)]) continue;
-          C* row = cur.data() + (b * out_shape[d] + o) * inner;
+          C* row = cur.get() + (b * out_shape[d] + o) * inner;
           std::fill(row, row + inner, fill);
         }
       }
     }
   }
-  for (size_t i = 0; i < cur.size(); ++i)
-    StoreElement<T>(out, static_cast<int64_t>(i), FromAcc<T>(cur[i]));
+  for (int64_t i = 0; i < cur_count; ++i) {
+    StoreElement<T>(out, i, FromAcc<T>(cur[static_cast<size_t>(i)]));
+  }
   return {};
 }
 
@@ -757,7 +788,21 @@ Result<Inference> InferResize(const ResizeAttrs& a, const Facts& facts) {
                                     ModeName(a.mode), ElementTypeName(type)));
   }
   const auto& x = facts.shape(0);
-  if (!x) return OneOutput(TensorType(type, std::nullopt));
+  if (!x) {
+    // Constant sizes over every axis (no axes attribute, stretch) give the shape anyway.
+    const std::optional<std::vector<int64_t>> sizes =
+        a.version >= 11 && facts.has(3) ? facts.constant_ints(3) : std::nullopt;
+    const Value* scales = facts.constant(static_cast<size_t>(ScalesInput(a)));
+    const bool no_scales = !facts.has(static_cast<size_t>(ScalesInput(a))) ||
+                           (scales != nullptr && scales->tensor().element_count() == 0);
+    if (sizes && !sizes->empty() && no_scales && a.axes.empty() && a.policy == Policy::kStretch &&
+        std::all_of(sizes->begin(), sizes->end(), [](int64_t v) { return v >= 0; })) {
+      std::vector<Dim> dims;
+      for (int64_t v : *sizes) dims.push_back(Dim{v, {}});
+      return OneOutput(TensorType(type, std::move(dims)));
+    }
+    return OneOutput(TensorType(type, std::nullopt));
+  }
   const auto rank = static_cast<int64_t>(x->size());
   std::vector<Dim> unknown(x->size());
   auto floats = [&](size_t i) -> std::optional<std::vector<float>> {
