@@ -17,6 +17,7 @@ namespace py = pybind11;
 
 PYBIND11_MODULE(_idem, m) {
   m.doc() = "Native core of the idem Python package; use `import idem` instead.";
+  m.attr("__version__") = IDEM_VERSION_STRING;  // the project's version (python/CMakeLists.txt)
   idem_py::G().numpy = py::module_::import("numpy");
   idem_py::RegisterErrors(m);
   m.def(

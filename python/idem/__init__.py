@@ -108,13 +108,17 @@ def default_limits():
 
 # onnxruntime's API (imports nothing from this module at import time).
 from ._inference_session import (  # noqa: E402
-    GraphOptimizationLevel, InferenceSession, ModelMetadata, NodeArg, RunOptions, SessionOptions,
-    get_available_providers, get_device)
+    ExecutionMode, GraphOptimizationLevel, InferenceSession, IOBinding, ModelMetadata, NodeArg,
+    OrtValue, RunOptions, SessionOptions, get_all_providers, get_available_providers, get_device,
+    set_default_logger_severity, set_default_logger_verbosity)
+
+__version__ = _idem.__version__
 
 __all__ += ["InvalidArgument", "InvalidGraph", "NotImplemented", "Fail", "NoSuchFile",
             "supported_operators", "default_limits", "InferenceSession", "SessionOptions",
-            "RunOptions", "GraphOptimizationLevel", "NodeArg", "ModelMetadata",
-            "get_available_providers", "get_device"]
+            "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "NodeArg", "ModelMetadata",
+            "OrtValue", "IOBinding", "get_available_providers", "get_all_providers",
+            "get_device", "set_default_logger_severity", "set_default_logger_verbosity"]
 
 
 class RawTensor:
@@ -177,6 +181,8 @@ class Session:
         external_data: ``"map"`` (default: mapped read-only; the files must stay unchanged while
             outputs refer to them) or ``"copy"`` (copied at load).
         allow_external_hard_links: accept external-data files that have more than one hard link.
+        fold_constants: compute at load every value the constants determine (off only to
+            measure or debug; results are the same).
 
     Raises:
         Error: the model cannot be read, breaks an ONNX rule or uses something idem lacks
@@ -184,10 +190,11 @@ class Session:
     """
 
     def __init__(self, model, eliminate_identity=True, base_dir="", *, limits=None,
-                 external_data="map", allow_external_hard_links=False):
+                 external_data="map", allow_external_hard_links=False, fold_constants=True):
         try:
             self._session = _idem.Session(
-                model, eliminate_identity=eliminate_identity, base_dir=_os.fspath(base_dir),
+                model, eliminate_identity=eliminate_identity, fold_constants=fold_constants,
+                base_dir=_os.fspath(base_dir),
                 limits=dict(limits or {}), external_data=external_data,
                 allow_external_hard_links=allow_external_hard_links)
         except Error:
@@ -254,6 +261,11 @@ class Session:
     def eliminate_identity(self):
         """Whether Identity nodes were removed from the plan (the ``eliminate_identity`` given)."""
         return self._session.eliminate_identity
+
+    @property
+    def fold_constants(self):
+        """Whether constant folding ran at load (the ``fold_constants`` given)."""
+        return self._session.fold_constants
 
     @property
     def limits(self):

@@ -45,7 +45,7 @@ Value Bools(std::vector<int64_t> shape, std::vector<uint8_t> v) {
 // Runs op-opset four ways (shapes known, shapes unknown, input 0 and input 1 planner constants);
 // KernelRunner checks each inferred type against the result. All must give the same bits;
 // returns the first.
-Value RunOne(const std::string& op, int opset, std::vector<Value> inputs,
+Value RunOne(const std::string& op, int opset, const std::vector<Value>& inputs,
              const std::function<void(KernelRunner&)>& configure = {}) {
   std::vector<Value> results;
   for (int mode = 0; mode < 4; ++mode) {

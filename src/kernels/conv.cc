@@ -221,6 +221,7 @@ Result<Axis> AxisGeometry(const ConvAttrs& a, size_t axis, size_t spatial, int64
 
 std::string DimsText(auto dims) {
   std::vector<std::string> parts;
+  parts.reserve(dims.size());
   for (const auto& d : dims) parts.push_back(KnownDim(d) ? std::to_string(*KnownDim(d)) : "?");
   return fmt::format("[{}]", fmt::join(parts, ","));
 }

@@ -130,7 +130,7 @@ TEST(ReferenceGemmTest, IntegersWrapAndKZeroGivesZeros) {
 
 TEST(MatMulTest, BatchedBroadcastingMatchesFloat64) {
   // [2, 1, 3, 40] x [5, 40, 6] -> [2, 5, 3, 6]: A's batch (2, 1) against B's (5).
-  const auto a = Random(2 * 3 * 40, 4), b = Random(5 * 40 * 6, 5);
+  const auto a = Random(size_t{2} * 3 * 40, 4), b = Random(size_t{5} * 40 * 6, 5);
   auto out = RunAllWays([] { return KernelRunner("MatMul", 13); },
                         {Floats({2, 1, 3, 40}, a), Floats({5, 40, 6}, b)});
   ASSERT_EQ(out.size(), 1u);
@@ -145,7 +145,7 @@ TEST(MatMulTest, BatchedBroadcastingMatchesFloat64) {
 }
 
 TEST(MatMulTest, OneDimensionalOperands) {
-  const auto v = Random(4, 6), m = Random(4 * 3, 7);
+  const auto v = Random(4, 6), m = Random(size_t{4} * 3, 7);
   // [4] x [4, 3] -> [3]
   auto out =
       RunAllWays([] { return KernelRunner("MatMul", 13); }, {Floats({4}, v), Floats({4, 3}, m)});
@@ -160,7 +160,7 @@ TEST(MatMulTest, OneDimensionalOperands) {
   EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{}));
   ExpectClose(Doubles(out[0]), RefMatMul(v, v, 1, 4, 1, 1, 1));
   // [2, 3, 4] x [4] -> [2, 3]; [4] x [2, 4, 3] -> [2, 3]
-  const auto batch = Random(2 * 3 * 4, 8);
+  const auto batch = Random(size_t{2} * 3 * 4, 8);
   out = RunAllWays([] { return KernelRunner("MatMul", 13); },
                    {Floats({2, 3, 4}, batch), Floats({4}, v)});
   EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{2, 3}));
@@ -183,7 +183,7 @@ TEST(MatMulTest, EmptyDimsGiveEmptyOrZeroResults) {
 }
 
 TEST(MatMulTest, FloatTypesRoundOnceFromFloat) {
-  const auto a = Random(3 * 17, 9), b = Random(17 * 2, 10);
+  const auto a = Random(size_t{3} * 17, 9), b = Random(size_t{17} * 2, 10);
   for (E type : {E::kDouble, E::kFloat16, E::kBfloat16}) {
     SCOPED_TRACE(ElementTypeName(type));
     const Value va = FloatTensor(type, {3, 17}, a), vb = FloatTensor(type, {17, 2}, b);
@@ -235,7 +235,8 @@ TEST(MatMulTest, IntegerTypesWrapFromVersion9) {
 }
 
 TEST(MatMulTest, BadShapesAreRefusedWithTheRule) {
-  auto run = [](std::vector<int64_t> a, std::vector<int64_t> b, bool unknown = false) {
+  auto run = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                bool unknown = false) {
     int64_t na = 1, nb = 1;
     for (int64_t d : a) na *= d;
     for (int64_t d : b) nb *= d;
@@ -319,7 +320,7 @@ TEST(GemmTest, TransposesAlphaBetaAndEveryBroadcastOfC) {
 }
 
 TEST(GemmTest, OptionalCFromVersion11AndDefaults) {
-  const auto a = Random(3 * 4, 14), b = Random(4 * 2, 15);
+  const auto a = Random(size_t{3} * 4, 14), b = Random(size_t{4} * 2, 15);
   for (int v : {11, 13}) {
     auto out =
         RunAllWays([v] { return KernelRunner("Gemm", v); }, {Floats({3, 4}, a), Floats({4, 2}, b)});
@@ -338,7 +339,7 @@ TEST(GemmTest, OptionalCFromVersion11AndDefaults) {
 }
 
 TEST(GemmTest, Version1And6BroadcastAttribute) {
-  const auto a = Random(2 * 3, 16), b = Random(3 * 4, 17), c = Random(4, 18);
+  const auto a = Random(size_t{2} * 3, 16), b = Random(size_t{3} * 4, 17), c = Random(4, 18);
   for (int v : {1, 6}) {
     SCOPED_TRACE(v);
     // broadcast=0 (the default) needs C of shape (M, N).
@@ -369,7 +370,7 @@ TEST(GemmTest, Version1And6BroadcastAttribute) {
 }
 
 TEST(GemmTest, TypeSetsByVersion) {
-  const auto a = Random(2 * 3, 20), b = Random(3 * 2, 21), c = Random(2, 22);
+  const auto a = Random(size_t{2} * 3, 20), b = Random(size_t{3} * 2, 21), c = Random(2, 22);
   for (E type : {E::kFloat16, E::kDouble, E::kBfloat16}) {
     SCOPED_TRACE(ElementTypeName(type));
     const Value va = FloatTensor(type, {2, 3}, a), vb = FloatTensor(type, {3, 2}, b),
@@ -425,8 +426,8 @@ TEST(GemmTest, TypeSetsByVersion) {
 }
 
 TEST(GemmTest, BadShapesAreRefusedWithTheRule) {
-  auto run = [](std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int64_t> c,
-                bool unknown, int64_t ta = 0) {
+  auto run = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                const std::vector<int64_t>& c, bool unknown, int64_t ta = 0) {
     auto count = [](const std::vector<int64_t>& s) {
       int64_t n = 1;
       for (int64_t d : s) n *= d;
@@ -462,7 +463,7 @@ TEST(GemmTest, BadShapesAreRefusedWithTheRule) {
 
 // Through the planner: C is required before Gemm-11; shape errors name the node.
 TEST(GemmTest, PlannerChecksArityAndNamesTheNode) {
-  const auto f32 = [](std::vector<int64_t> d) { return TensorTypeProto(E::kFloat, d); };
+  const auto f32 = [](const std::vector<int64_t>& d) { return TensorTypeProto(E::kFloat, d); };
   for (int v : {7, 9}) {
     EXPECT_STATUS(PlanError(OneNode("Gemm", v, {{"a", f32({2, 3})}, {"b", f32({3, 4})}},
                                     {{"y", Unshaped(E::kFloat)}})),

@@ -45,8 +45,9 @@ struct Params {
 };
 
 // Inputs of X's shape with per-feature parameters of p_shape (var > 0), as the types round them.
-std::pair<Params, std::vector<Value>> MakeInputs(Dims x_shape, Dims p_shape, E tx = E::kFloat,
-                                                 E tp = E::kFloat, E tm = E::kFloat) {
+std::pair<Params, std::vector<Value>> MakeInputs(const Dims& x_shape, const Dims& p_shape,
+                                                 E tx = E::kFloat, E tp = E::kFloat,
+                                                 E tm = E::kFloat) {
   const int64_t f = Count(p_shape);
   std::vector<Value> in = {
       FloatTensor(tx, x_shape, Random(Count(x_shape), 1, -3, 3)),
@@ -133,7 +134,7 @@ TEST(BatchNormTest, RanksOneTwoAndFive) {
     auto out = RunAllWays([] { return KernelRunner("BatchNormalization", 15); }, in);
     ExpectClose(Doubles(out[0]), RefInference(p, 1e-5f));
   }
-  for (Dims x : {Dims{4, 3}, Dims{2, 3, 2, 2, 3}}) {
+  for (const Dims& x : {Dims{4, 3}, Dims{2, 3, 2, 2, 3}}) {
     auto [p, in] = MakeInputs(x, {3});
     auto out = RunAllWays([] { return KernelRunner("BatchNormalization", 9); }, in);
     EXPECT_EQ(Shape(out[0]), x);
@@ -142,7 +143,7 @@ TEST(BatchNormTest, RanksOneTwoAndFive) {
 }
 
 TEST(BatchNormTest, SpatialZeroNormalizesPerPosition) {
-  for (Dims p_shape : {Dims{3, 2, 2}}) {
+  for (const Dims& p_shape : {Dims{3, 2, 2}}) {
     auto [p, in] = MakeInputs({2, 3, 2, 2}, p_shape);
     for (int v : {6, 7}) {
       SCOPED_TRACE(v);

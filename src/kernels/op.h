@@ -105,14 +105,11 @@ Result<std::vector<D>> BroadcastDims(std::span<const D> a, std::span<const D> b)
                                   i, *va, *vb));
       }
       out[i] = MakeDim<D>(*va == 1 ? *vb : *va);
-    } else if (va && *va == 1) {
-      out[i] = db;
-    } else if (vb && *vb == 1) {
-      out[i] = da;
-    } else if (va) {
-      out[i] = da;
-    } else if (vb) {
-      out[i] = db;
+    } else if (va || vb) {
+      // One dim known: a known 1 broadcasts to the unknown one; any other known value is it.
+      const bool a_known = static_cast<bool>(va);
+      const bool known_is_one = (a_known ? *va : *vb) == 1;
+      out[i] = known_is_one == a_known ? db : da;
     } else {
       out[i] = SameDim(da, db) ? da : D{};
     }

@@ -379,7 +379,7 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
       C best{};
       int64_t best_index = -1;
       // The window's taps in row-major order: `tap` runs over [lo, hi) of every axis.
-      while (!empty) {
+      for (bool more = !empty; more;) {
         int64_t offset = 0, index = 0;
         for (size_t i = 0; i < k; ++i) {
           const AxisWindows& w = axes[i];
@@ -406,7 +406,7 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
           if (++tap[i] < axes[i].hi[opos[i]]) break;
           tap[i] = axes[i].lo[opos[i]];
         }
-        if (i == static_cast<size_t>(-1)) break;
+        more = i != static_cast<size_t>(-1);
       }
       if (a.kind == PoolKind::kMax) {
         StoreElement<T>(reinterpret_cast<std::byte*>(y), out_index, FromCompute<T>(best));

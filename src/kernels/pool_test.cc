@@ -51,7 +51,7 @@ int64_t Count(const std::vector<int64_t>& shape) {
 
 // Runs op-opset three ways (shapes known, unknown, input 0 a planner constant): KernelRunner
 // checks each inferred type against the result; all three must agree bit for bit.
-std::vector<Value> RunThree(const std::string& op, int opset, std::vector<Value> inputs,
+std::vector<Value> RunThree(const std::string& op, int opset, const std::vector<Value>& inputs,
                             const std::function<void(KernelRunner&)>& configure,
                             size_t outputs = 1) {
   std::vector<std::vector<Value>> results;
@@ -118,7 +118,7 @@ RefResult Reference(const PoolCase& c, const std::vector<float>& x) {
         opos[i] = rest % out[i];
         rest /= out[i];
       }
-      double sum = 0, best = -INFINITY;
+      double sum = 0, best = -std::numeric_limits<double>::infinity();
       int64_t valid = 0, padded = 0, best_index = -1;
       for (int64_t t = 0; t < taps; ++t) {
         std::vector<int64_t> j(k);
@@ -308,7 +308,7 @@ TEST(PoolTest, MaxPoolTiesKeepTheFirstAndNaNIsSkipped) {
 }
 
 TEST(PoolTest, IndicesAreOptionalAndCountBatchAndChannels) {
-  const std::vector<float> x = Random(2 * 3 * 4, 7);
+  const std::vector<float> x = Random(size_t{2} * 3 * 4, 7);
   // Only Y requested.
   auto y = KernelRunner("MaxPool", 12).IntsAttr("kernel_shape", {2}).Run({Floats({2, 3, 4}, x)});
   ASSERT_TRUE(y.ok()) << y.status().message();
@@ -362,13 +362,13 @@ TEST(PoolTest, TypeSets) {
 }
 
 TEST(PoolTest, GlobalAveragePool) {
-  const std::vector<float> x = Random(2 * 3 * 4 * 5, 3);
+  const std::vector<float> x = Random(size_t{2} * 3 * 4 * 5, 3);
   auto out = RunThree("GlobalAveragePool", 1, {Floats({2, 3, 4, 5}, x)}, [](KernelRunner&) {});
   EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{2, 3, 1, 1}));
   std::vector<double> expected;
   for (int p = 0; p < 6; ++p) {
     double s = 0;
-    for (int i = 0; i < 20; ++i) s += x[static_cast<size_t>(p * 20 + i)];
+    for (int i = 0; i < 20; ++i) s += x[static_cast<size_t>(p) * 20 + static_cast<size_t>(i)];
     expected.push_back(s / 20);
   }
   ExpectClose(ValuesOf<float>(out[0]), expected);

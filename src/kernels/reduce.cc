@@ -97,6 +97,7 @@ Result<Inference> InferReduce(const ReduceAttrs& a, const Facts& facts) {
     // Axes known only at run time: with keepdims the rank stays; a dim of 1 stays 1.
     if (!a.keepdims) return OneOutput(TensorType(e, std::nullopt));
     std::vector<Dim> dims;
+    dims.reserve(x.size());
     for (const Dim& d : x) dims.push_back(d.value == 1 ? d : Dim{});
     return OneOutput(TensorType(e, std::move(dims)));
   }

@@ -47,7 +47,7 @@ std::vector<float> Random(size_t n, uint32_t seed) {
 }
 
 // Runs three ways (shapes known, unknown, every input a planner constant) and checks they agree.
-Value RunThree(const std::string& op, int opset, std::vector<Value> inputs,
+Value RunThree(const std::string& op, int opset, const std::vector<Value>& inputs,
                const std::function<void(KernelRunner&)>& configure = {}) {
   std::vector<Value> results;
   for (int mode = 0; mode < 3; ++mode) {
@@ -77,7 +77,7 @@ std::vector<double> Reference(const std::vector<float>& x, std::vector<bool> mas
   int64_t out_dims[3];
   for (int i = 0; i < 3; ++i) out_dims[i] = mask[i] ? 1 : dims[i];
   const int64_t out_count = out_dims[0] * out_dims[1] * out_dims[2];
-  acc.assign(static_cast<size_t>(out_count), mean ? 0.0 : -INFINITY);
+  acc.assign(static_cast<size_t>(out_count), mean ? 0.0 : -std::numeric_limits<double>::infinity());
   count.assign(static_cast<size_t>(out_count), 0);
   for (int64_t a = 0; a < 2; ++a) {
     for (int64_t b = 0; b < 3; ++b) {

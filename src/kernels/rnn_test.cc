@@ -419,6 +419,7 @@ TEST(LstmTest, VersionsAndTypes) {
       return MakeTensorOf<double>(type, ShapeOf(v), std::vector<double>(f.begin(), f.end()));
     }
     std::vector<uint16_t> bits;
+    bits.reserve(f.size());
     for (float x : f) bits.push_back(type == E::kFloat16 ? FloatToHalf(x) : FloatToBf16(x));
     return MakeTensorOf<uint16_t>(type, ShapeOf(v), bits);
   };
@@ -484,7 +485,7 @@ TEST(LstmTest, SessionWithInitializersAndAnOmittedOutput) {
   auto* g = m.mutable_graph();
   g->set_name("lstm");
   AddValueInfo(g->mutable_input(), "X", TensorTypeProto(E::kFloat, {4, 2, 3}));
-  auto initializer = [&](const std::string& name, std::vector<int64_t> dims,
+  auto initializer = [&](const std::string& name, const std::vector<int64_t>& dims,
                          const std::vector<float>& v) {
     auto* t = g->add_initializer();
     t->set_name(name);
@@ -577,7 +578,8 @@ TEST(LstmTest, WeightsMustMatchHiddenSize) {
 
 TEST(LstmTest, SequenceLensMustBeWithinTheSequence) {
   Problem q(3, 2, 3, 2, "forward", 200);
-  for (std::vector<int32_t> lens : {std::vector<int32_t>{3, 4}, std::vector<int32_t>{-1, 2}}) {
+  for (const std::vector<int32_t>& lens :
+       {std::vector<int32_t>{3, 4}, std::vector<int32_t>{-1, 2}}) {
     q.lens = lens;
     auto out = KernelRunner("LSTM", 14).IntAttr("hidden_size", 2).Run(Inputs(q), 3);
     EXPECT_STATUS(out, StatusCode::kInvalidArgument, "it must be in [0, seq_length = 3]");

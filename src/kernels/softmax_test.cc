@@ -66,7 +66,7 @@ std::vector<double> Reference(const std::vector<float>& x, const std::vector<boo
     for (int b = 0; b < dims[1]; ++b) {
       for (int c = 0; c < dims[2]; ++c) {
         const int k = key(a, b, c);
-        double max = -INFINITY, sum = 0;
+        double max = -std::numeric_limits<double>::infinity(), sum = 0;
         for (int i = 0; i < 24; ++i) {
           if (key(i / 12, i / 4 % 3, i % 4) == k) max = std::max<double>(max, x[i]);
         }

@@ -266,6 +266,7 @@ Result<ConstantOfShapeAttrs> ParseConstantOfShape(const NodeContext& ctx) {
   const auto allowed = ConstantOfShapeTypes(ctx.version);
   if (std::find(allowed.begin(), allowed.end(), t.element_type()) == allowed.end()) {
     std::vector<std::string> names;
+    names.reserve(allowed.size());
     for (ElementType e : allowed) names.emplace_back(ElementTypeName(e));
     return InvalidModel(
         fmt::format("attribute 'value' is tensor({}); ConstantOfShape-{} makes "
@@ -1195,6 +1196,7 @@ template <class D>
 Result<std::vector<D>> TransposeShape(const TransposeAttrs& a, std::span<const D> in) {
   IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> perm, TransposePerm(a, in.size()));
   std::vector<D> out;
+  out.reserve(perm.size());
   for (int64_t p : perm) out.push_back(in[static_cast<size_t>(p)]);
   return out;
 }
@@ -1225,6 +1227,7 @@ Status RunTranspose(const TransposeAttrs& a, RunContext& ctx, std::span<const Va
   }
   const std::vector<int64_t> in_strides = RowMajorStrides(t.shape());
   std::vector<int64_t> strides;
+  strides.reserve(perm.size());
   for (int64_t p : perm) strides.push_back(in_strides[static_cast<size_t>(p)]);
   IDEM_ASSIGN_OR_RETURN(outputs[0], StridedCopy(ctx, t, shape, strides, 0));
   return {};

@@ -90,17 +90,19 @@ Attribute IntsA(const std::string& name, std::vector<int64_t> v) {
 
 // Plan-time inference alone, with input types that may carry symbolic dims and with constants
 // (null: not constant), as the planner would run it.
-Result<Inference> Infer(const std::string& op, int opset, std::vector<Type> types,
+Result<Inference> Infer(const std::string& op, int opset, const std::vector<Type>& types,
                         std::vector<const Value*> constants = {}, std::vector<Attribute> attrs = {},
                         size_t outputs = 1) {
   const KernelSchema* schema = KernelRegistry::Default().Resolve("", op, opset);
   if (schema == nullptr) return Status(StatusCode::kUnsupported, "no such kernel");
   NodeDef node;
   node.op_type = op;
+  node.inputs.reserve(types.size());
   for (size_t i = 0; i < types.size(); ++i) node.inputs.push_back("in" + std::to_string(i));
   node.outputs.assign(outputs, "out");
   node.attributes = std::move(attrs);
   std::vector<const Type*> ptrs;
+  ptrs.reserve(types.size());
   for (const Type& t : types) ptrs.push_back(&t);
   constants.resize(types.size(), nullptr);
   NodeContext ctx{node, schema->since_version, ptrs, Limits{}, nullptr, constants};
@@ -117,7 +119,7 @@ std::string Shape0(const Result<Inference>& r) {
 
 // Runs with full shapes, with unknown shapes, and with every input but the first constant; all
 // three must agree (KernelRunner checks each inferred type and folded value).
-Result<std::vector<Value>> RunAllWays(KernelRunner r, std::vector<Value> inputs,
+Result<std::vector<Value>> RunAllWays(const KernelRunner& r, const std::vector<Value>& inputs,
                                       size_t outputs = 1) {
   IDEM_ASSIGN_OR_RETURN(auto a, KernelRunner(r).Run(inputs, outputs));
   IDEM_ASSIGN_OR_RETURN(auto b, KernelRunner(r).UnknownShapes().Run(inputs, outputs));
@@ -729,6 +731,7 @@ TEST(TransposeTest, EveryPermutationOfRank4) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_EQ(Ints((*r)[0]), Transposed(shape, perm, Ints(x)));
     std::vector<int64_t> want;
+    want.reserve(perm.size());
     for (int64_t p : perm) want.push_back(shape[static_cast<size_t>(p)]);
     EXPECT_EQ(ShapeOf((*r)[0]), want);
   } while (std::next_permutation(perm.begin(), perm.end()));
@@ -895,7 +898,7 @@ TEST(SliceTest, InfersShapes) {
 // ---- Constant folding in a session ------------------------------------------------------------
 
 // y = Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0), [0]), [-1])): the exporters' flatten.
-onnx::ModelProto ShapeChain(std::vector<int64_t> x_dims, const std::string& batch = "") {
+onnx::ModelProto ShapeChain(const std::vector<int64_t>& x_dims, const std::string& batch = "") {
   onnx::ModelProto m = EmptyModel(13, 8);
   auto* g = m.mutable_graph();
   g->set_name("shape_chain");
@@ -905,8 +908,8 @@ onnx::ModelProto ShapeChain(std::vector<int64_t> x_dims, const std::string& batc
   }
   AddValueInfo(g->mutable_input(), "x", x);
   AddValueInfo(g->mutable_output(), "y", Unshaped(E::kFloat));
-  auto add_i64 = [&](const std::string& name, std::vector<int64_t> dims,
-                     std::vector<int64_t> values) {
+  auto add_i64 = [&](const std::string& name, const std::vector<int64_t>& dims,
+                     const std::vector<int64_t>& values) {
     auto* t = g->add_initializer();
     t->set_name(name);
     t->set_data_type(onnx::TensorProto::INT64);

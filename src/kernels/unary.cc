@@ -214,7 +214,7 @@ auto FloatsFrom(int bf16_since) {
   return [bf16_since](int version) { return FloatTypes(version >= bf16_since); };
 }
 // consumed_inputs (a legacy optimization hint, ignored) in version 1 only, plus `names`.
-auto AttributesWith(std::vector<std::string> names) {
+auto AttributesWith(const std::vector<std::string>& names) {
   return [names](int version) {
     std::vector<std::string> out = names;
     if (version < 6) out.push_back("consumed_inputs");

@@ -33,7 +33,7 @@ std::vector<int64_t> ShapeOf(const Value& v) {
 // Runs op-opset on `inputs` three ways (shapes known, shapes unknown, input 0 a planner
 // constant); KernelRunner checks each inferred type against the result. All three must give
 // the same bits; returns the first.
-Value RunOne(const std::string& op, int opset, std::vector<Value> inputs,
+Value RunOne(const std::string& op, int opset, const std::vector<Value>& inputs,
              const std::function<void(KernelRunner&)>& configure = {}) {
   std::vector<Value> results;
   for (int mode = 0; mode < 3; ++mode) {
@@ -158,6 +158,7 @@ TEST(SqrtTest, CorrectlyRoundedAndNaNBelowZero) {
 
 TEST(TranscendentalTest, WithinOnnxTolerancesOfDouble) {
   std::vector<float> positive;
+  positive.reserve(std::size(kSamples));
   for (float x : kSamples) positive.push_back(std::abs(x));
   struct Case {
     const char* op;

@@ -34,7 +34,8 @@ class FoldContext final : public RunContext {
 struct NamedSlot {
   ValueRef ref;
   Type type;
-  int producer = -1;  // node index, -1 for graph inputs and initializers
+  int producer = -1;     // node index, -1 for graph inputs and initializers
+  bool pending = false;  // a node output whose producer is not planned yet (ref/type unset)
 };
 
 // Whether a declared type is complete enough to check feeds against.
@@ -118,16 +119,17 @@ std::string DescribeRejection(const KernelRegistry& registry, const KernelSchema
 // Finds a cycle through `start`, in data-flow order: "A -> B -> A" (A produces an input of B).
 // Breadth-first and iterative, so a hostile graph of a million nodes cannot overflow the stack.
 std::string FindCycle(const GraphDef& graph,
-                      const std::unordered_map<std::string_view, int>& producer, int start) {
+                      const std::unordered_map<std::string_view, NamedSlot>& slots, int start) {
   // Edges go from a node to the producers of its inputs; parent[p] is the node that reached p.
   std::unordered_map<int, int> parent;
   std::vector<int> queue = {start};
   for (size_t head = 0; head < queue.size(); ++head) {
     const int node = queue[head];
     for (const std::string& in : graph.nodes[node].inputs) {
-      auto it = producer.find(in);
-      if (it == producer.end()) continue;
-      if (it->second == start) {
+      auto found = slots.find(in);
+      if (found == slots.end() || found->second.producer < 0) continue;
+      const int producer = found->second.producer;
+      if (producer == start) {
         // start -> node -> parent[node] -> ... -> start; long cycles are elided in the middle.
         std::vector<int> cycle = {start};
         for (int n = node; n != start; n = parent.at(n)) cycle.push_back(n);
@@ -145,7 +147,7 @@ std::string FindCycle(const GraphDef& graph,
         }
         return out;
       }
-      if (parent.emplace(it->second, node).second) queue.push_back(it->second);
+      if (parent.emplace(producer, node).second) queue.push_back(producer);
     }
   }
   return {};
@@ -235,6 +237,11 @@ class GraphPlanner {
   Status Build(Plan& plan, std::span<const Type> formal_types) {
     plan_ = &plan;
     plan.is_subgraph = parent_ != nullptr;
+    // One entry per named value, allocated once (growing by rehashing would hold the old and the
+    // new bucket arrays at once on a million-node graph).
+    size_t names = graph_.inputs.size() + graph_.initializers.size();
+    for (const NodeDef& node : graph_.nodes) names += node.outputs.size();
+    slots_.reserve(names);
     IDEM_RETURN_IF_ERROR(BindInputs(formal_types));
     IDEM_RETURN_IF_ERROR(IndexProducers());
     IDEM_RETURN_IF_ERROR(ResolveKernels());
@@ -249,7 +256,7 @@ class GraphPlanner {
   // enclosing graphs', captured into this graph. nullptr when undefined everywhere.
   const NamedSlot* Resolve(const std::string& name) {
     auto it = slots_.find(name);
-    if (it != slots_.end()) return &it->second;
+    if (it != slots_.end()) return it->second.pending ? nullptr : &it->second;
     if (parent_ == nullptr) return nullptr;
     const NamedSlot* outer = parent_->Resolve(name);  // depth <= max_graph_depth
     if (outer == nullptr) return nullptr;
@@ -271,9 +278,7 @@ class GraphPlanner {
   }
 
   // Whether `name` is defined anywhere in this graph (already or by a later node).
-  bool Defines(const std::string& name) const {
-    return slots_.count(name) != 0 || producer_.count(name) != 0;
-  }
+  bool Defines(const std::string& name) const { return slots_.count(name) != 0; }
 
  private:
   class NodeSubgraphs;
@@ -381,20 +386,22 @@ class GraphPlanner {
       const NodeDef& node = graph_.nodes[n];
       for (const std::string& out : node.outputs) {
         if (out.empty()) continue;
-        if (slots_.count(out) != 0) {
+        auto [it, inserted] =
+            slots_.emplace(out, NamedSlot{{}, Type{}, static_cast<int>(n), /*pending=*/true});
+        if (!inserted && !it->second.pending) {
           return Invalid(
               fmt::format("{}: output {} is already a graph input or initializer; "
                           "each value has one producer",
                           node.Label(n), QuoteName(out)));
         }
-        IDEM_RETURN_IF_ERROR(CheckNotShadowing(out, node.Label(n) + ": output"));
-        auto [it, inserted] = producer_.emplace(out, static_cast<int>(n));
         if (!inserted) {
-          return Invalid(fmt::format(
-              "{} is produced by both {} and {}; each value has one "
-              "producer",
-              QuoteName(out), graph_.nodes[it->second].Label(it->second), node.Label(n)));
+          const int first = it->second.producer;
+          return Invalid(
+              fmt::format("{} is produced by both {} and {}; each value has one "
+                          "producer",
+                          QuoteName(out), graph_.nodes[first].Label(first), node.Label(n)));
         }
+        IDEM_RETURN_IF_ERROR(CheckNotShadowing(out, node.Label(n) + ": output"));
       }
     }
     return {};
@@ -496,24 +503,24 @@ class GraphPlanner {
         }
         continue;
       }
-      const NamedSlot* slot = producer_.count(name) != 0 ? FindLocal(name) : Resolve(name);
-      if (slot == nullptr) {
-        auto prod = producer_.find(name);
-        if (prod == producer_.end()) {
+      auto local = slots_.find(name);
+      const NamedSlot* slot = local != slots_.end() ? &local->second : Resolve(name);
+      if (slot == nullptr || slot->pending) {
+        if (slot == nullptr) {
           return Invalid(fmt::format(
               "{}: input {} is undefined (not a graph input, initializer "
               "or node output{})",
               label, QuoteName(name), parent_ != nullptr ? " here or in an enclosing graph" : ""));
         }
-        std::string cycle = FindCycle(graph_, producer_, static_cast<int>(n));
+        std::string cycle = FindCycle(graph_, slots_, static_cast<int>(n));
         if (!cycle.empty()) {
           return Invalid(
               fmt::format("{}: input {} is part of a cycle: {}", label, QuoteName(name), cycle));
         }
-        return Invalid(
-            fmt::format("{}: input {} is used before {} produces it (nodes must be "
-                        "topologically sorted)",
-                        label, QuoteName(name), graph_.nodes[prod->second].Label(prod->second)));
+        return Invalid(fmt::format(
+            "{}: input {} is used before {} produces it (nodes must be "
+            "topologically sorted)",
+            label, QuoteName(name), graph_.nodes[slot->producer].Label(slot->producer)));
       }
       input_types[i] = &slot->type;
       step.inputs[i] = slot->ref;
@@ -582,11 +589,6 @@ class GraphPlanner {
     node_lines_ += fmt::format("  {}: {} -> {}{}\n", label,
                                EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
                                EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))), note);
-  }
-
-  const NamedSlot* FindLocal(const std::string& name) const {
-    auto it = slots_.find(name);
-    return it == slots_.end() ? nullptr : &it->second;
   }
 
   // Type constraints, with each type parameter bound consistently.
@@ -707,8 +709,7 @@ class GraphPlanner {
       if (ref.source == ValueRef::Source::kComputed)
         last[static_cast<size_t>(ref.index)] = kAfterAll;
     }
-    for (size_t s = 0; s < plan.steps.size(); ++s) {
-      Step& step = plan.steps[s];
+    for (Step& step : plan.steps) {
       for (int32_t o = 0; o < step.output_count; ++o) {
         const int32_t slot = step.first_output + o;
         if (last[static_cast<size_t>(slot)] == kNever) step.release.push_back(slot);
@@ -763,7 +764,6 @@ class GraphPlanner {
   // outlive the planner: a million-node graph does not copy its names again.
   std::unordered_map<std::string_view, NamedSlot> slots_;
   std::unordered_map<std::string_view, Type> declared_;
-  std::unordered_map<std::string_view, int> producer_;
   size_t node_lines_count_ = 0;
   std::vector<const KernelSchema*> schemas_;
   std::string node_lines_;
@@ -950,7 +950,7 @@ Status GraphPlanner::PlanNode(size_t n) {
 
 }  // namespace
 
-Result<Program> BuildProgram(GraphDef graph, const KernelRegistry& registry,
+Result<Program> BuildProgram(const GraphDef& graph, const KernelRegistry& registry,
                              const SessionOptions& options) {
   Program program;
   GraphPlanner planner(graph, registry, options, program, nullptr, 0);

@@ -74,7 +74,7 @@ struct Program {
   uint64_t folded_bytes = 0;
 };
 
-Result<Program> BuildProgram(GraphDef graph, const KernelRegistry& registry,
+Result<Program> BuildProgram(const GraphDef& graph, const KernelRegistry& registry,
                              const SessionOptions& options);
 
 // Checks a fed value against a declared type: kind, element types and fixed dims.

@@ -5,10 +5,14 @@
 //
 //   NODE_PATH=build/ort/node_modules node tests/models/ort_server.js
 //
-// Requests (JSON):  {"load": PATH}  ->  {"inputs": [names], "outputs": [names]}
+// Requests (JSON):  {"load": PATH}  ->  {"inputs": [names], "outputs": [names],
+//                                         "inputMetadata": [...], "outputMetadata": [...]}
 //                   {"run": PATH, "feeds": [{"name", "type", "dims", "b64"}]}
 //                       ->  {"outputs": [{"name", "type", "dims", "b64"}]} (every output, in the
 //                           model's order)
+// Either may carry "options" (onnxruntime-node session options): the session is then made with
+// those instead of the reference options below (tests/examples/ort_shim passes a Python client's
+// SessionOptions through this way), one session per (path, options).
 // Any failure answers {"error": message}. Tensors are raw little-endian bytes in base64; the
 // types are ORT's names (float32, int64, ...).
 'use strict';
@@ -23,16 +27,17 @@ const ARRAYS = {
 
 const sessions = new Map();
 
-async function session(path) {
-  if (!sessions.has(path)) {
+async function session(path, options) {
+  const key = options === undefined ? path : `${path}\n${JSON.stringify(options)}`;
+  if (!sessions.has(key)) {
     // Optimizations off, one thread: the reference is ONNX Runtime's kernels, as in the
     // differential stage (tests/ort/run_cases.js).
-    sessions.set(path, await ort.InferenceSession.create(path, {
+    sessions.set(key, await ort.InferenceSession.create(path, options || {
       graphOptimizationLevel: 'disabled', intraOpNumThreads: 1, interOpNumThreads: 1,
       logSeverityLevel: 4,
     }));
   }
-  return sessions.get(path);
+  return sessions.get(key);
 }
 
 function tensor(spec) {
@@ -50,10 +55,11 @@ function record(name, t) {
 
 async function answer(request) {
   if (request.load !== undefined) {
-    const s = await session(request.load);
-    return {inputs: s.inputNames, outputs: s.outputNames};
+    const s = await session(request.load, request.options);
+    return {inputs: s.inputNames, outputs: s.outputNames, inputMetadata: s.inputMetadata,
+            outputMetadata: s.outputMetadata};
   }
-  const s = await session(request.run);
+  const s = await session(request.run, request.options);
   const feeds = {};
   for (const f of request.feeds) feeds[f.name] = tensor(f);
   const res = await s.run(feeds);
