@@ -55,7 +55,7 @@ KernelRunner CastRunner(E to, int opset) {
 }
 
 // Casts `x` three ways (shapes known, shapes unknown, input constant); all must agree.
-Result<Value> CastAll(Value x, E to, int opset = 25, std::optional<int64_t> saturate = {},
+Result<Value> CastAll(const Value& x, E to, int opset = 25, std::optional<int64_t> saturate = {},
                       std::optional<std::string> round_mode = {}) {
   auto make = [&] {
     KernelRunner r = CastRunner(to, opset);

@@ -2,6 +2,7 @@
 // sizes, keep_aspect_ratio_policy, axes), nearest against the spec's index formulas, linear /
 // cubic / antialias against a float64 reference written from the spec (within the ONNX backend
 // tolerances rtol 1e-3, atol 1e-5), element types, and bad input.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -75,7 +76,7 @@ KernelRunner Runner(const Case& c) {
   return r;
 }
 
-std::vector<Value> Inputs(const Case& c, Value x) {
+std::vector<Value> Inputs(const Case& c, const Value& x) {
   if (c.opset == 10) return {x, F32(c.scales)};
   Value roi = c.roi.empty() ? (c.opset == 11 ? F32({}) : Value()) : F32(c.roi);
   if (!c.sizes.empty()) return {x, roi, c.opset == 11 ? F32({}) : Value(), I64(c.sizes)};
@@ -84,7 +85,7 @@ std::vector<Value> Inputs(const Case& c, Value x) {
 
 // Runs three ways (scales/sizes/roi constant; nothing constant; shapes unknown); all must agree,
 // and with constant inputs the output shape must be known at planning.
-Result<Value> ResizeAll(const Case& c, Value x) {
+Result<Value> ResizeAll(const Case& c, const Value& x) {
   std::vector<Value> in = Inputs(c, x);
   KernelRunner constant = Runner(c);
   for (size_t i = 1; i < in.size(); ++i) constant.ConstantInput(i);
@@ -144,7 +145,8 @@ RefAxis RefTaps(const Case& c, int64_t in, int64_t out, double scale, double len
                          ? static_cast<double>(o)
                          : RefOriginal(c, static_cast<double>(o), scale, static_cast<double>(out),
                                        static_cast<double>(in), length, roi_start, roi_end);
-    r.outside.push_back(c.coord == "tf_crop_and_resize" && (x < 0 || x > in - 1));
+    r.outside.push_back(c.coord == "tf_crop_and_resize" &&
+                        (x < 0 || x > static_cast<double>(in - 1)));
     std::vector<std::pair<int64_t, double>> taps;
     auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
     if (c.antialias && in == out) {
@@ -592,7 +594,7 @@ TEST(ResizeTest, BadScalesSizesAndAttributes) {
                                                         {"nearest_mode", "up"},
                                                         {"keep_aspect_ratio_policy", "fit"}}) {
     EXPECT_STATUS(KernelRunner("Resize", 19).StringAttr(name, value).Run({x, Value(), F32({1, 2})}),
-                  StatusCode::kInvalidModel, "attribute '" + name + "' is '" + value + "'");
+                  StatusCode::kInvalidModel, fmt::format("attribute '{}' is '{}'", name, value));
   }
   EXPECT_STATUS(KernelRunner("Resize", 18)
                     .StringAttr("coordinate_transformation_mode", "half_pixel_symmetric")
@@ -620,11 +622,14 @@ TEST(ResizeTest, HugeOutputsAreRefusedBeforeAllocating) {
   EXPECT_STATUS(Runner(c).ConstantInput(2).Run({x, Value(), F32({1, 1e30f})}),
                 StatusCode::kResourceExhausted, "too large");
   Limits limits;
-  limits.max_tensor_bytes = 1024;
+  // A 32x32 float output is 4096 bytes (its per-axis position maps 64 * 16 bytes); 32x36 is over.
+  limits.max_tensor_bytes = 4096;
   c.mode = "linear";
-  EXPECT_STATUS(Runner(c).WithLimits(limits).Run({x, Value(), F32({1, 100})}),
+  Value square = Floats({4, 4}, std::vector<float>(16, 1.0f));
+  EXPECT_STATUS(Runner(c).WithLimits(limits).Run({square, Value(), F32({8, 9})}),
                 StatusCode::kResourceExhausted, "max_tensor_bytes");
-  EXPECT_TRUE(Runner(c).WithLimits(limits).Run({x, Value(), F32({1, 50})}).ok());
+  auto fits = Runner(c).WithLimits(limits).Run({square, Value(), F32({8, 8})});
+  EXPECT_TRUE(fits.ok()) << fits.status().ToString();
   // An antialiasing downscale of a long axis needs many taps: they are checked too.
   limits.max_tensor_bytes = 100000;
   Value wide = Floats({1, 20000}, std::vector<float>(20000, 1.0f));
