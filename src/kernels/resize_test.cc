@@ -399,7 +399,8 @@ TEST(ResizeTest, NearestVersionTenAndStrings) {
   Case s;
   s.scales = {2};
   Value str = Value::MakeStringTensor({2}, {"a", "b"}).value();
-  auto strings = ResizeAll(s, str).value().tensor().strings();
+  Value resized = ResizeAll(s, str).value();
+  auto strings = resized.tensor().strings();
   EXPECT_EQ(std::vector<std::string>(strings.begin(), strings.end()),
             (std::vector<std::string>{"a", "a", "b", "b"}));
   Value b = MakeTensorOf<uint8_t>(E::kBool, {2}, {1, 0});
