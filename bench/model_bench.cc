@@ -32,7 +32,10 @@
 //                                                    with 2 intra-op threads (IDLE_THREADS):
 //                                                    process CPU over the CPU time of the Runs
 //                                                    themselves
+//   idem_model_bench --models DIR --trace_allocs MODEL  the call stack of every operator new in
+//                                                    one steady-state Run
 #include <benchmark/benchmark.h>
+#include <execinfo.h>
 #include <sys/resource.h>
 
 #include <atomic>
@@ -56,6 +59,18 @@ namespace {
 // Every operator new of the process, for the `allocs` counter (steady-state allocations per Run).
 std::atomic<uint64_t> g_allocations{0};
 
+// --trace_allocs: while set on a thread, every operator new there prints its call stack.
+thread_local bool t_trace_allocations = false;
+void TraceAllocation(size_t size) {
+  if (!t_trace_allocations) return;
+  t_trace_allocations = false;  // backtrace_symbols_fd must not recurse into the trace
+  void* frames[12];
+  const int n = backtrace(frames, 12);
+  std::fprintf(stderr, "-- operator new(%zu)\n", size);
+  backtrace_symbols_fd(frames + 1, n - 1, 2);
+  t_trace_allocations = true;
+}
+
 }  // namespace
 
 // GCC inlines the replacements below into one another and then sees free() of a new'd pointer;
@@ -66,12 +81,14 @@ std::atomic<uint64_t> g_allocations{0};
 
 void* operator new(size_t size) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  TraceAllocation(size);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
 void* operator new[](size_t size) { return operator new(size); }
 void* operator new(size_t size, std::align_val_t align) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  TraceAllocation(size);
   const size_t a = static_cast<size_t>(align);
   if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
   throw std::bad_alloc();
@@ -79,6 +96,7 @@ void* operator new(size_t size, std::align_val_t align) {
 void* operator new[](size_t size, std::align_val_t align) { return operator new(size, align); }
 void* operator new(size_t size, const std::nothrow_t&) noexcept {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  TraceAllocation(size);
   return std::malloc(size == 0 ? 1 : size);
 }
 void* operator new[](size_t size, const std::nothrow_t& t) noexcept {
@@ -86,6 +104,7 @@ void* operator new[](size_t size, const std::nothrow_t& t) noexcept {
 }
 void* operator new(size_t size, std::align_val_t align, const std::nothrow_t&) noexcept {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
+  TraceAllocation(size);
   const size_t a = static_cast<size_t>(align);
   return std::aligned_alloc(a, (size + a - 1) / a * a);
 }
@@ -225,12 +244,14 @@ Session Open(const std::string& model, int threads) {
 struct Runner {
   Session session;
   std::vector<Value> feeds;
+  std::vector<Value> outputs;  // Run's output slots, reused by every Run
   // Output index -> feed index: the state carried from one Run to the next.
   std::vector<std::pair<size_t, size_t>> carried;
 };
 
 Runner MakeRunner(const std::string& model, int threads) {
-  Runner r{Open(model, threads), {}, {}};
+  Runner r{Open(model, threads), {}, {}, {}};
+  r.outputs.resize(r.session.outputs().size());
   const std::vector<Feed> data = AllFeeds().at(model);
   size_t next_data = 0;
   for (const idem::ValueInfo& in : r.session.inputs()) {
@@ -261,10 +282,11 @@ Runner MakeRunner(const std::string& model, int threads) {
 }
 
 void RunOnce(Runner& r) {
-  auto out = r.session.Run(r.feeds);
-  if (!out.ok()) Die(out.status().ToString());
-  for (auto [o, i] : r.carried) r.feeds[i] = std::move((*out)[o]);
-  benchmark::DoNotOptimize(out);
+  // Into the Runner's own output slots: the steady state allocates nothing (the `allocs` row).
+  const idem::Status status = r.session.Run(r.feeds, r.outputs);
+  if (!status.ok()) Die(status.ToString());
+  for (auto [o, i] : r.carried) r.feeds[i] = std::move(r.outputs[o]);
+  benchmark::DoNotOptimize(r.outputs.data());
 }
 
 // operator new calls per iteration from `before` on, as a benchmark counter.
@@ -438,6 +460,24 @@ void RegisterAll() {
   }
 }
 
+// Two warm-up Runs, then one Run whose every operator new prints its call stack (symbolize with
+// addr2line -Cfe against the binary and libidem; the steady-state allocations the `allocs`
+// counter counts).
+int TraceAllocs(const std::string& model) {
+  Runner r = MakeRunner(model, 1);
+  RunOnce(r);
+  RunOnce(r);
+  void* warm[2];
+  backtrace(warm, 2);  // loads the unwinder before tracing starts
+  const uint64_t before = g_allocations.load();
+  t_trace_allocations = true;
+  RunOnce(r);
+  t_trace_allocations = false;
+  std::fprintf(stderr, "%s: %llu operator new calls in one steady-state Run\n", model.c_str(),
+               static_cast<unsigned long long>(g_allocations.load() - before));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -455,6 +495,9 @@ int main(int argc, char** argv) {
     } else if ((arg == "--peak_rss" || arg == "--idle_cpu") && i + 1 < argc) {
       mode = arg;
       mode_arg = argv[++i];
+    } else if (arg == "--trace_allocs" && i + 1 < argc) {
+      mode = arg;
+      mode_arg = argv[++i];
     } else if (arg == "--rec_widths") {
       mode = arg;
     } else {
@@ -468,6 +511,7 @@ int main(int argc, char** argv) {
   std::thread([] {}).join();
   if (mode == "--peak_rss") return PeakRss(mode_arg);
   if (mode == "--rec_widths") return RecWidths();
+  if (mode == "--trace_allocs") return TraceAllocs(mode_arg);
   if (mode == "--idle_cpu") return IdleCpu(std::atof(mode_arg.c_str()));
   int count = static_cast<int>(rest.size());
   benchmark::Initialize(&count, rest.data());

@@ -163,7 +163,7 @@ TEST(ValueTest, SequenceStorageKeepsOrderAcrossGrowthCopiesAndMoves) {
     }
   }
   const uint64_t total = seq.sequence().total_bytes();
-  EXPECT_EQ(total, 9u * (4 + Value::kBudgetOverhead + 8));
+  EXPECT_EQ(total, 9u * tensors[0].BudgetBytes());               // the sum of the elements' charges
   EXPECT_FALSE(seq.InsertIntoUnsharedSequence(10, tensors[0]));  // past the end
   for (size_t n : {size_t{0}, size_t{2}, size_t{3}, size_t{9}}) {
     SCOPED_TRACE(fmt::format("{} elements", n));
@@ -181,7 +181,7 @@ TEST(ValueTest, SequenceStorageKeepsOrderAcrossGrowthCopiesAndMoves) {
     for (const Sequence* q :
          {&std::as_const(assigned), &std::as_const(move_assigned), &s.sequence()}) {
       ASSERT_EQ(q->size(), n);
-      EXPECT_EQ(q->total_bytes(), n * (4 + Value::kBudgetOverhead + 8));
+      EXPECT_EQ(q->total_bytes(), n * tensors[0].BudgetBytes());
       for (size_t k = 0; k < n; ++k) EXPECT_TRUE(q->at(k).SharesStorageWith(tensors[k]));
     }
   }

@@ -45,7 +45,10 @@ inline Value FloatTensor(ElementType type, std::vector<int64_t> shape,
   }
 }
 
-inline std::vector<double> Doubles(const Value& v) { return ReadDoubles(v.tensor()); }
+inline std::vector<double> Doubles(const Value& v) {
+  const auto d = ReadDoubles(v.tensor());
+  return {d.begin(), d.end()};
+}
 inline std::vector<int64_t> Shape(const Value& v) {
   return {v.tensor().shape().begin(), v.tensor().shape().end()};
 }

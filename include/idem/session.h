@@ -73,6 +73,14 @@ class IDEM_API alignas(64) Session {
   // As Run, with per-call options: a cancellation flag and a deadline, checked by every Loop and
   // Scan iteration (the run then fails with kCancelled or kDeadlineExceeded).
   Result<std::vector<Value>> Run(std::span<const Value> feeds, const RunOptions& options) const;
+  // As Run, but the outputs go into `outputs` (exactly outputs().size() slots, else
+  // kInvalidArgument; what a slot held is released when the run succeeds, and left as it was
+  // when it fails). No vector is allocated, so a steady-state Run of a fixed-shape model into
+  // the same slots makes no heap allocation at all (tensor bytes and Value nodes come from
+  // per-thread caches of freed blocks). Streaming state: move the state output into the feeds.
+  Status Run(std::span<const Value> feeds, std::span<Value> outputs) const;
+  Status Run(std::span<const Value> feeds, std::span<Value> outputs,
+             const RunOptions& options) const;
   // Runs with feeds by name (inputs() names, plus overridable_inputs() names).
   Result<std::vector<Value>> RunNamed(std::span<const NamedValue> feeds) const;
   Result<std::vector<Value>> RunNamed(std::span<const NamedValue> feeds,

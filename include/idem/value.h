@@ -84,9 +84,10 @@ class IDEM_API Value {
   // optional.
   Value TakeOptionalElement() &&;
   // Bytes this value holds for run-time budgets, never less than the heap memory it takes: a
-  // tensor's buffer (string tensors: 64 bytes per element plus the strings' lengths) plus
-  // kBudgetOverhead + 8 per dim, a sequence kBudgetOverhead plus the sum over its tensors, an
-  // optional kBudgetOverhead plus its element. O(1).
+  // tensor's buffer as the heap block that holds it (header and size class included, see
+  // src/core/block_cache.h; string tensors: 64 bytes per element plus the strings' lengths)
+  // plus kBudgetOverhead + 8 per dim (a block for ranks over 4), a sequence kBudgetOverhead
+  // plus the sum over its tensors, an optional kBudgetOverhead plus its element. O(1).
   uint64_t BudgetBytes() const;
   // What every Value is charged beyond its elements: its node, shape and buffer ownership take
   // 160-300 bytes of heap (measured by BudgetTest.ChargesCoverTheHeapValuesTake).
@@ -117,7 +118,7 @@ class IDEM_API Tensor {
 
   ElementType element_type() const { return element_type_; }
   std::span<const int64_t> shape() const {
-    return {rank_ <= kInlineRank ? inline_dims_ : heap_dims_.data(), rank_};
+    return {rank_ <= kInlineRank ? inline_dims_ : heap_dims_, rank_};
   }
   size_t rank() const { return rank_; }
   int64_t element_count() const { return element_count_; }
@@ -136,8 +137,10 @@ class IDEM_API Tensor {
  private:
   friend class Value;
   // Dims of rank <= kInlineRank (nearly every tensor) live inside the Tensor, so making one
-  // allocates nothing for its shape; larger ranks keep a vector. rank_ says which member of the
-  // union is alive. Four dims keep a Value's node within one 128-byte heap chunk.
+  // allocates nothing for its shape; larger ranks keep an array from the thread's block cache
+  // (src/core/block_cache.h), so they cost no heap call in a steady state either. rank_ says
+  // which member of the union is alive. Four dims keep a Value's node within one 128-byte heap
+  // chunk.
   static constexpr uint32_t kInlineRank = 4;
   void SetShape(std::span<const int64_t> shape);
   void SetShape(std::vector<int64_t>&& shape);
@@ -149,7 +152,7 @@ class IDEM_API Tensor {
   uint32_t rank_ = 0;
   union {
     int64_t inline_dims_[kInlineRank] = {};
-    std::vector<int64_t> heap_dims_;  // alive when rank_ > kInlineRank
+    int64_t* heap_dims_;  // owned when rank_ > kInlineRank
   };
   int64_t element_count_ = 0;
   Buffer data_;
@@ -230,15 +233,7 @@ inline ValueKind Value::kind() const {
 inline const Tensor& Value::tensor() const { return std::get<Tensor>(node_->payload); }
 inline const Sequence& Value::sequence() const { return std::get<Sequence>(node_->payload); }
 inline const Optional& Value::optional() const { return std::get<Optional>(node_->payload); }
-inline uint64_t Value::BudgetBytes() const {
-  if (node_) {
-    if (const Tensor* t = std::get_if<Tensor>(&node_->payload);
-        t != nullptr && t->element_type() != ElementType::kString) {
-      return t->data().size() + kBudgetOverhead + 8 * t->rank();
-    }
-  }
-  return BudgetBytesSlow();
-}
+inline uint64_t Value::BudgetBytes() const { return BudgetBytesSlow(); }
 
 // Compares exactly: kind, element type, shape, sequence length, optional presence and bits (a NaN
 // equals only a NaN with the same bits; -0.0 differs from 0.0; padding bits of 4- and 2-bit types

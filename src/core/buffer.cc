@@ -9,14 +9,10 @@
 #include <cstring>
 #include <new>
 
+#include "src/core/block_cache.h"
+
 namespace idem {
 namespace {
-
-struct AlignedDeleter {
-  void operator()(std::byte* p) const {
-    ::operator delete[](p, std::align_val_t{Buffer::kAlignment});
-  }
-};
 
 // Owns one mmap'ed region; unmaps on destruction.
 struct Mapping {
@@ -37,15 +33,7 @@ Result<Buffer> Buffer::Allocate(size_t size, std::byte** writable) {
     *writable = nullptr;
     return Buffer();
   }
-  auto* raw =
-      static_cast<std::byte*>(::operator new[](size, std::align_val_t{kAlignment}, std::nothrow));
-  if (raw == nullptr) {
-    return Status(StatusCode::kResourceExhausted, fmt::format("cannot allocate {} bytes", size));
-  }
-  std::memset(raw, 0, size);
-  std::shared_ptr<std::byte> owner(raw, AlignedDeleter{});
-  *writable = raw;
-  return Buffer(std::move(owner), raw, size);
+  return block_cache::Allocate(size, writable);
 }
 
 Result<Buffer> Buffer::CopyOf(std::span<const std::byte> bytes) {

@@ -10,8 +10,11 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <new>
 #include <utility>
 #include <variant>
+
+#include "src/core/block_cache.h"
 
 namespace idem {
 
@@ -45,9 +48,18 @@ Result<int64_t> CheckedElementCount(std::span<const int64_t> shape) {
 // A tensor's bytes as run-time budgets count them (see Value::BudgetBytes). Includes a fixed
 // per-Value overhead (node, shape) so that many empty tensors still cost, and the strings'
 // contents, so a string tensor cannot hold gigabytes on a budget of 64 bytes per element.
+// Heap bytes are counted as the block cache takes them (header and size class included; the
+// dims of ranks over four are one more block), which over-counts borrowed or mapped bytes.
+uint64_t BlockBytes(size_t size) {
+  if (size == 0) return 0;
+  const size_t c = block_cache::ClassBytes(size);
+  return c != 0 ? c : size + block_cache::kHeaderBytes;
+}
+
 uint64_t TensorBytesForBudget(const Tensor& t) {
-  const uint64_t overhead = Value::kBudgetOverhead + 8 * t.rank();
-  if (t.element_type() != ElementType::kString) return t.data().size() + overhead;
+  const uint64_t overhead =
+      Value::kBudgetOverhead + (t.rank() > 4 ? BlockBytes(8 * t.rank()) : 8 * t.rank());
+  if (t.element_type() != ElementType::kString) return BlockBytes(t.data().size()) + overhead;
   return static_cast<uint64_t>(t.element_count()) * Value::kBudgetStringElement + t.string_bytes() +
          overhead;
 }
@@ -112,38 +124,34 @@ Tensor::~Tensor() { DestroyDims(); }
 
 void Tensor::TakeDims(Tensor& other) noexcept {
   if (other.rank_ > kInlineRank) {
-    std::construct_at(&heap_dims_, std::move(other.heap_dims_));
+    heap_dims_ = other.heap_dims_;  // the array changes hands
   } else {
     std::copy_n(other.inline_dims_, other.rank_, inline_dims_);
   }
   rank_ = other.rank_;
-  other.DestroyDims();
+  other.rank_ = 0;
 }
 
 void Tensor::DestroyDims() {
-  if (rank_ > kInlineRank) std::destroy_at(&heap_dims_);
+  if (rank_ > kInlineRank) block_cache::FreeScratch(reinterpret_cast<std::byte*>(heap_dims_));
   rank_ = 0;
 }
 
 // Preconditions (both overloads): no dims are stored (rank_ == 0) and shape.size() fits uint32
 // (MakeTensor checks it).
 void Tensor::SetShape(std::span<const int64_t> shape) {
+  int64_t* dims = inline_dims_;
   if (shape.size() > kInlineRank) {
-    std::construct_at(&heap_dims_, shape.begin(), shape.end());
-  } else {
-    std::copy(shape.begin(), shape.end(), inline_dims_);
+    std::byte* array = block_cache::AllocateScratch(shape.size() * sizeof(int64_t));
+    if (array == nullptr) throw std::bad_alloc();
+    heap_dims_ = reinterpret_cast<int64_t*>(array);
+    dims = heap_dims_;
   }
+  std::copy(shape.begin(), shape.end(), dims);
   rank_ = static_cast<uint32_t>(shape.size());
 }
 
-void Tensor::SetShape(std::vector<int64_t>&& shape) {
-  if (shape.size() > kInlineRank) {
-    std::construct_at(&heap_dims_, std::move(shape));  // adopts the caller's allocation
-    rank_ = static_cast<uint32_t>(heap_dims_.size());
-  } else {
-    SetShape(std::span<const int64_t>(shape));
-  }
-}
+void Tensor::SetShape(std::vector<int64_t>&& shape) { SetShape(std::span<const int64_t>(shape)); }
 
 // ---- Sequence storage -------------------------------------------------------------------------
 

@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "src/kernels/kernel.h"
+#include "src/kernels/op.h"
 
 namespace idem::axis_gather {
 
 // One element of a tensor's type: `bytes` holds its packed bytes (for 4- and 2-bit types the
 // value in the low bits of bytes[0]), `text` a string element. Default: zero, "" or false.
 struct Fill {
-  std::vector<std::byte> bytes;
+  ScratchVector<std::byte> bytes;
   std::string text;
 };
 
@@ -36,7 +37,7 @@ Result<uint64_t> CheckOutput(RunContext& ctx, ElementType type, std::span<const 
 // is empty, so callers need not build maps for huge dims of an empty output. The output is
 // checked against the budget (string outputs with their exact byte count) before allocating.
 Result<Value> Gather(RunContext& ctx, const Tensor& in, std::span<const int64_t> out_shape,
-                     std::span<const std::vector<int64_t>> maps, const Fill& fill);
+                     std::span<const Ints> maps, const Fill& fill);
 
 }  // namespace idem::axis_gather
 

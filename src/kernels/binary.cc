@@ -84,8 +84,8 @@ std::string FormatDims(std::span<const D> dims) {
 // The legacy rule: B's dims placed at their position among A's (1 elsewhere), so numpy
 // broadcasting of A with the result gives A's shape.
 template <class D>
-Result<std::vector<D>> LegacyAlign(const BinaryAttrs& attrs, std::span<const D> a,
-                                   std::span<const D> b) {
+Result<DimsOf<D>> LegacyAlign(const BinaryAttrs& attrs, std::span<const D> a,
+                              std::span<const D> b) {
   const int64_t ra = static_cast<int64_t>(a.size()), rb = static_cast<int64_t>(b.size());
   if (!attrs.broadcast) {
     bool same = ra == rb;
@@ -99,7 +99,7 @@ Result<std::vector<D>> LegacyAlign(const BinaryAttrs& attrs, std::span<const D> 
           "B is {}",
           FormatDims(a), FormatDims(b)));
     }
-    return std::vector<D>(b.begin(), b.end());
+    return DimsOf<D>(b.begin(), b.end());
   }
   if (rb > ra) {
     return InvalidArgument(fmt::format(
@@ -107,7 +107,7 @@ Result<std::vector<D>> LegacyAlign(const BinaryAttrs& attrs, std::span<const D> 
         "and B is {}",
         FormatDims(a), FormatDims(b)));
   }
-  std::vector<D> aligned(static_cast<size_t>(ra), MakeDim<D>(1));
+  DimsOf<D> aligned(static_cast<size_t>(ra), MakeDim<D>(1));
   // One element (a scalar or all dims 1) broadcasts to anything. At plan time B's count may be
   // unknown: only when every known dim is 1 can it still be one element.
   bool maybe_one = true;
@@ -139,7 +139,7 @@ Result<std::vector<D>> LegacyAlign(const BinaryAttrs& attrs, std::span<const D> 
     }
   }
   if (!window.ok()) {
-    if (!count && maybe_one) return std::vector<D>(static_cast<size_t>(ra), MakeDim<D>(1));
+    if (!count && maybe_one) return DimsOf<D>(static_cast<size_t>(ra), MakeDim<D>(1));
     return window;
   }
   return aligned;
@@ -147,10 +147,10 @@ Result<std::vector<D>> LegacyAlign(const BinaryAttrs& attrs, std::span<const D> 
 
 // The output shape of a two-input operator.
 template <class D>
-Result<std::vector<D>> BinaryShape(const BinaryAttrs& attrs, std::span<const D> a,
-                                   std::span<const D> b) {
+Result<DimsOf<D>> BinaryShape(const BinaryAttrs& attrs, std::span<const D> a,
+                              std::span<const D> b) {
   if (!attrs.legacy) return BroadcastDims<D>(a, b);
-  IDEM_ASSIGN_OR_RETURN(std::vector<D> aligned, LegacyAlign<D>(attrs, a, b));
+  IDEM_ASSIGN_OR_RETURN(DimsOf<D> aligned, LegacyAlign<D>(attrs, a, b));
   return BroadcastDims<D>(a, std::span<const D>(aligned));
 }
 
@@ -175,11 +175,11 @@ Result<Inference> InferBinary(const BinaryAttrs& attrs, const Facts& facts, std:
 template <class Body>
 Result<Value> RunBroadcast(RunContext& ctx, const BinaryAttrs& attrs, const Tensor& a,
                            const Tensor& b, ElementType out_type, Body&& body) {
-  std::vector<int64_t> b_dims(b.shape().begin(), b.shape().end());
+  Ints b_dims(b.shape().begin(), b.shape().end());
   if (attrs.legacy) {
     IDEM_ASSIGN_OR_RETURN(b_dims, LegacyAlign<int64_t>(attrs, a.shape(), b.shape()));
   }
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+  IDEM_ASSIGN_OR_RETURN(Ints dims,
                         BroadcastDims<int64_t>(a.shape(), std::span<const int64_t>(b_dims)));
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, out_type, dims, &out));
@@ -434,7 +434,7 @@ bool SquaresFloats(const Facts& facts) {
     case E::kInt32:
       return t.data_as<int32_t>()[0] == 2;
     default: {
-      const std::vector<double> v = ReadDoubles(t);
+      const ScratchVector<double> v = ReadDoubles(t);
       return v.size() == 1 && v[0] == 2.0;
     }
   }
@@ -605,8 +605,8 @@ T MaxOf(T a, T b) {
 
 // The output shape of Max over its inputs' shapes.
 template <class D>
-Result<std::vector<D>> MaxShape(const MaxAttrs& attrs, std::span<const std::span<const D>> in) {
-  std::vector<D> out(in[0].begin(), in[0].end());
+Result<DimsOf<D>> MaxShape(const MaxAttrs& attrs, std::span<const std::span<const D>> in) {
+  DimsOf<D> out(in[0].begin(), in[0].end());
   for (size_t k = 1; k < in.size(); ++k) {
     if (attrs.broadcast) {
       IDEM_ASSIGN_OR_RETURN(out, BroadcastDims<D>(std::span<const D>(out), in[k]));
@@ -675,13 +675,13 @@ KernelSchema MaxSchema(int version) {
             attrs,
             [](const MaxAttrs& attrs, RunContext& ctx, std::span<const Value* const> inputs,
                std::span<Value> outputs) -> Status {
-              std::vector<std::span<const int64_t>> shapes;
+              ScratchVector<std::span<const int64_t>> shapes;
               const Tensor& first = inputs[0]->tensor();
               for (const Value* v : inputs) {
                 IDEM_RETURN_IF_ERROR(SameElementType("Max", first, v->tensor()));
                 shapes.push_back(v->tensor().shape());
               }
-              IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> dims, MaxShape<int64_t>(attrs, shapes));
+              IDEM_ASSIGN_OR_RETURN(Ints dims, MaxShape<int64_t>(attrs, shapes));
               return DispatchNumeric(first.element_type(), "Max", [&](auto tag) -> Status {
                 using T = decltype(tag);
                 std::byte* out = nullptr;

@@ -233,9 +233,9 @@ std::string DimsText(auto dims) {
 // lengths, channels against group, the kernel, the bias; written once over D (Dim at plan time,
 // int64_t at run time). `axes` (run time) receives each spatial axis's geometry.
 template <class D>
-Result<std::vector<D>> ConvShape(const ConvAttrs& a, std::span<const D> x, std::span<const D> w,
-                                 std::optional<std::span<const D>> b,
-                                 std::vector<Axis>* axes = nullptr) {
+Result<DimsOf<D>> ConvShape(const ConvAttrs& a, std::span<const D> x, std::span<const D> w,
+                            std::optional<std::span<const D>> b,
+                            ScratchVector<Axis>* axes = nullptr) {
   if (x.size() < 3) {
     return InvalidArgument(
         fmt::format("{}: X has rank {}; it must be N x C x D1 x ... (rank >= 3)", a.op, x.size()));
@@ -266,7 +266,7 @@ Result<std::vector<D>> ConvShape(const ConvAttrs& a, std::span<const D> x, std::
         a.output_shape.size(), spatial));
   }
   // Kernel dims: the attribute, which must agree with W.
-  std::vector<std::optional<int64_t>> kernel(spatial);
+  ScratchVector<std::optional<int64_t>> kernel(spatial);
   for (size_t i = 0; i < spatial; ++i) {
     const auto wk = KnownDim(w[i + 2]);
     if (!a.kernel_shape.empty()) {
@@ -330,7 +330,7 @@ Result<std::vector<D>> ConvShape(const ConvAttrs& a, std::span<const D> x, std::
                       DimsText(bs), vm ? std::to_string(*vm) : std::string("?")));
     }
   }
-  std::vector<D> out = {x[0], m};
+  DimsOf<D> out = {x[0], m};
   if (axes != nullptr) axes->assign(spatial, Axis{});
   for (size_t i = 0; i < spatial; ++i) {
     const auto in = KnownDim(x[i + 2]);
@@ -395,9 +395,9 @@ int64_t Product(std::span<const int64_t> v) {
 
 // Scratch of n values of A, checked against the run's budget first.
 template <class A>
-Result<std::vector<A>> Scratch(RunContext& ctx, int64_t n) {
+Result<ScratchVector<A>> Scratch(RunContext& ctx, int64_t n) {
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(n) * sizeof(A)));
-  return std::vector<A>(static_cast<size_t>(n));
+  return ScratchVector<A>(static_cast<size_t>(n));
 }
 
 // About how many values an im2col / col2im column block holds (4 MiB of floats); at least one
@@ -433,8 +433,8 @@ void TransposeGroups(const float* w, int64_t group, int64_t cg, int64_t rows, fl
 // a constant 16-bit tensor), the geometry.
 struct Geometry {
   int64_t n = 0, c = 0, m = 0, group = 1;
-  std::vector<int64_t> in, kernel, out, stride, dilation;
-  std::vector<Axis> axes;
+  Ints in, kernel, out, stride, dilation;
+  ScratchVector<Axis> axes;
 };
 
 template <class T>
@@ -461,7 +461,7 @@ class ConvKernel final : public Kernel {
     std::optional<std::span<const int64_t>> bs;
     if (b != nullptr) bs = b->shape();
     Geometry g;
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
+    IDEM_ASSIGN_OR_RETURN(Ints shape,
                           ConvShape<int64_t>(attrs_, x.shape(), w.shape(), bs, &g.axes));
     IDEM_RETURN_IF_ERROR(CheckConvWork<int64_t>(attrs_, x.shape(), w.shape(), shape, ctx.limits()));
     const size_t spatial = shape.size() - 2;
@@ -481,7 +481,7 @@ class ConvKernel final : public Kernel {
     if (Product(shape) == 0) return {};
     // W and B as accumulator values.
     const A* wa = nullptr;
-    std::vector<A> w_storage;
+    ScratchVector<A> w_storage;
     if constexpr (std::is_same_v<A, T>) {
       wa = w.data_as<T>().data();
     } else if (packed_w_ != nullptr &&
@@ -493,7 +493,7 @@ class ConvKernel final : public Kernel {
       for (int64_t i = 0; i < w.element_count(); ++i) w_storage[i] = ToCompute(pw[i]);
       wa = w_storage.data();
     }
-    std::vector<A> bias;
+    ScratchVector<A> bias;
     if (b != nullptr) {
       const T* pb = b->data_as<T>().data();
       for (int64_t i = 0; i < b->element_count(); ++i) bias.push_back(ToCompute(pb[i]));
@@ -508,7 +508,7 @@ class ConvKernel final : public Kernel {
   // k)]
   // + B[g*Mg + m]: per (batch, group), the GEMM W_g (Mg x Kd) * col (Kd x P) on column blocks.
   Status RunConv(RunContext& ctx, const Geometry& g, const T* x, const A* w,
-                 const std::vector<A>& bias, T* y) const {
+                 const ScratchVector<A>& bias, T* y) const {
     const size_t spatial = g.in.size();
     const int64_t cg = g.c / g.group, mg = g.m / g.group;
     const int64_t kk = Product(g.kernel);
@@ -522,7 +522,7 @@ class ConvKernel final : public Kernel {
     }
     const int64_t block_lines = LinesPerBlock(kd, line, lines);
     const int64_t block = block_lines * line;
-    std::vector<A> col, acc;
+    ScratchVector<A> col, acc;
     if (!pointwise) {
       IDEM_ASSIGN_OR_RETURN(col, Scratch<A>(ctx, kd * block));
     }
@@ -621,7 +621,7 @@ class ConvKernel final : public Kernel {
   // per (batch, group), the GEMM W_g^T ((Mg*K) x Cg) * X_g (Cg x I) on column blocks of input
   // positions, each block scattered (col2im) into an accumulator plane.
   Status RunTranspose(RunContext& ctx, const Geometry& g, const T* x, const A* w,
-                      const std::vector<A>& bias, T* y) const {
+                      const ScratchVector<A>& bias, T* y) const {
     const size_t spatial = g.in.size();
     const size_t last = spatial - 1;
     const int64_t cg = g.c / g.group, mg = g.m / g.group;
@@ -631,15 +631,15 @@ class ConvKernel final : public Kernel {
     const int64_t line = g.in.back(), lines = xs / line;
     const int64_t block_lines = LinesPerBlock(rows, line, lines);
     const int64_t block = block_lines * line;
-    IDEM_ASSIGN_OR_RETURN(std::vector<A> col, Scratch<A>(ctx, rows * block));
-    std::vector<A> xa, plane;
+    IDEM_ASSIGN_OR_RETURN(ScratchVector<A> col, Scratch<A>(ctx, rows * block));
+    ScratchVector<A> xa, plane;
     if constexpr (!std::is_same_v<A, T>) {
       IDEM_ASSIGN_OR_RETURN(xa, Scratch<A>(ctx, cg * xs));
       IDEM_ASSIGN_OR_RETURN(plane, Scratch<A>(ctx, mg * ps));
     }
     // The fast path's A: W_g^T per group (rows x Cg), from Create or made now.
     const float* wt = nullptr;
-    std::vector<float> wt_storage;
+    ScratchVector<float> wt_storage;
     if constexpr (std::is_same_v<T, float>) {
       if (fast_) {
         const int64_t count = g.group * rows * cg;
@@ -652,7 +652,7 @@ class ConvKernel final : public Kernel {
         }
       }
     }
-    std::vector<int64_t> kcoord(spatial), icoord(spatial);
+    Ints kcoord(spatial), icoord(spatial);
     const std::span<const int64_t> outer(g.in.data(), last);
     for (int64_t n = 0; n < g.n; ++n) {
       for (int64_t gi = 0; gi < g.group; ++gi) {
@@ -910,9 +910,8 @@ class FastConvKernel final : public Kernel {
     }
     std::optional<std::span<const int64_t>> bs;
     if (b != nullptr) bs = b->shape();
-    std::vector<Axis> axes;
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                          ConvShape<int64_t>(attrs_, x.shape(), w.shape(), bs, &axes));
+    ScratchVector<Axis> axes;
+    IDEM_ASSIGN_OR_RETURN(Ints shape, ConvShape<int64_t>(attrs_, x.shape(), w.shape(), bs, &axes));
     IDEM_RETURN_IF_ERROR(CheckConvWork<int64_t>(attrs_, x.shape(), w.shape(), shape, ctx.limits()));
     Conv2D g;
     g.n = shape[0];

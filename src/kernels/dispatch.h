@@ -143,7 +143,7 @@ Status DispatchBySize(ElementType type, std::string_view op, F&& f) {
 
 // Element strides of `shape` aligned to an output of rank `rank` (left-padded), 0 along
 // broadcast dims.
-std::vector<int64_t> BroadcastStrides(std::span<const int64_t> shape, size_t rank);
+Ints BroadcastStrides(std::span<const int64_t> shape, size_t rank);
 
 // Calls body(out_index, a_index, b_index) for every element of the broadcast of `a` and `b` to
 // `out` (which must be their broadcast shape), in row-major output order. Same-shape and scalar
@@ -170,8 +170,8 @@ void ForEachBroadcast(std::span<const int64_t> a, std::span<const int64_t> b,
     return;
   }
   const size_t rank = out.size();
-  const std::vector<int64_t> ta = BroadcastStrides(a, rank), tb = BroadcastStrides(b, rank);
-  std::vector<int64_t> index(rank, 0);
+  const Ints ta = BroadcastStrides(a, rank), tb = BroadcastStrides(b, rank);
+  Ints index(rank, 0);
   int64_t ia = 0, ib = 0;
   for (int64_t i = 0; i < count; ++i) {
     body(i, ia, ib);

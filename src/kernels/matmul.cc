@@ -242,7 +242,7 @@ Result<MatMulAttrs> ParseMatMul(const NodeContext&) { return MatMulAttrs{}; }
 // numpy.matmul's shape rule: a 1-D A is [1, K] and a 1-D B is [K, 1], the added dim removed
 // from the result; the batch dims (all but the last two) broadcast.
 template <class D>
-Result<std::vector<D>> MatMulShape(std::span<const D> a, std::span<const D> b) {
+Result<DimsOf<D>> MatMulShape(std::span<const D> a, std::span<const D> b) {
   if (a.empty() || b.empty()) {
     return InvalidArgument(
         fmt::format("MatMul needs inputs of rank >= 1 (A has rank {}, B {})", a.size(), b.size()));
@@ -261,7 +261,7 @@ Result<std::vector<D>> MatMulShape(std::span<const D> a, std::span<const D> b) {
   if (!batch.ok()) {
     return InvalidArgument("MatMul batch dims: " + std::string(batch.status().message()));
   }
-  std::vector<D> out = std::move(batch).value();
+  DimsOf<D> out = std::move(batch).value();
   if (a.size() >= 2) out.push_back(a[a.size() - 2]);
   if (b.size() >= 2) out.push_back(b.back());
   return out;
@@ -297,7 +297,7 @@ Result<Inference> InferMatMul(const MatMulAttrs&, const Facts& facts) {
 template <class T>
 Status RunMatMul(RunContext& ctx, const Tensor& a, const Tensor& b, Value& out) {
   const auto as = a.shape(), bs = b.shape();
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, MatMulShape<int64_t>(as, bs));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, MatMulShape<int64_t>(as, bs));
   const int64_t m = as.size() >= 2 ? as[as.size() - 2] : 1;
   const int64_t k = as.back();
   const int64_t n = bs.size() >= 2 ? bs.back() : 1;
@@ -305,7 +305,7 @@ Status RunMatMul(RunContext& ctx, const Tensor& a, const Tensor& b, Value& out) 
       as.size() > 2 ? as.first(as.size() - 2) : std::span<const int64_t>();
   const std::span<const int64_t> batch_b =
       bs.size() > 2 ? bs.first(bs.size() - 2) : std::span<const int64_t>();
-  const std::vector<int64_t> batch = BroadcastDims<int64_t>(batch_a, batch_b).value();
+  const Ints batch = BroadcastDims<int64_t>(batch_a, batch_b).value();
   IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "MatMul", ctx.limits()));
   T* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(out, AllocateTensorAs(ctx, a.element_type(), shape, &y));
@@ -382,8 +382,8 @@ Result<GemmAttrs> ParseGemm(const NodeContext& ctx) {
 // given, must broadcast unidirectionally to (M, N) (or, for Gemm-1/6 without `broadcast`, be
 // (M, N) itself).
 template <class D>
-Result<std::vector<D>> GemmShape(const GemmAttrs& g, std::span<const D> a, std::span<const D> b,
-                                 std::optional<std::span<const D>> c) {
+Result<DimsOf<D>> GemmShape(const GemmAttrs& g, std::span<const D> a, std::span<const D> b,
+                            std::optional<std::span<const D>> c) {
   if (a.size() != 2 || b.size() != 2) {
     return InvalidArgument(
         fmt::format("Gemm needs 2-D A and B (A has rank {}, B rank {})", a.size(), b.size()));
@@ -415,7 +415,7 @@ Result<std::vector<D>> GemmShape(const GemmAttrs& g, std::span<const D> a, std::
       }
     }
   }
-  return std::vector<D>{m, n};
+  return DimsOf<D>{m, n};
 }
 
 Result<Inference> InferGemm(const GemmAttrs& g, const Facts& facts) {
@@ -456,8 +456,7 @@ Status RunGemm(const GemmAttrs& g, RunContext& ctx, const Tensor& a, const Tenso
                const Tensor* c, Value& out) {
   std::optional<std::span<const int64_t>> cs;
   if (c != nullptr) cs = c->shape();
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                        GemmShape<int64_t>(g, a.shape(), b.shape(), cs));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, GemmShape<int64_t>(g, a.shape(), b.shape(), cs));
   const int64_t m = shape[0], n = shape[1];
   const int64_t k = g.trans_a ? a.shape()[0] : a.shape()[1];
   IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "Gemm", ctx.limits()));
@@ -572,8 +571,7 @@ class FastGemmKernel final : public Kernel {
     }
     std::optional<std::span<const int64_t>> cs;
     if (c != nullptr) cs = c->shape();
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                          GemmShape<int64_t>(g_, a.shape(), b.shape(), cs));
+    IDEM_ASSIGN_OR_RETURN(Ints shape, GemmShape<int64_t>(g_, a.shape(), b.shape(), cs));
     const int64_t m = shape[0], n = shape[1];
     const int64_t k = g_.trans_a ? a.shape()[0] : a.shape()[1];
     IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "Gemm", ctx.limits()));
@@ -592,7 +590,7 @@ class FastGemmKernel final : public Kernel {
     const fast::PackedB& pb = packed != nullptr ? *packed : *local;
     // A as m x k rows.
     const float* pa = a.data_as<float>().data();
-    std::vector<float> a_rows;
+    ScratchVector<float> a_rows;
     if (g_.trans_a && m > 1) {
       IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(m * k) * sizeof(float)));
       a_rows.resize(static_cast<size_t>(m * k));
@@ -604,7 +602,7 @@ class FastGemmKernel final : public Kernel {
     fast::Epilogue ep;
     ep.activation = activation_;
     float beta = 0.0f;
-    std::vector<float> bias;
+    ScratchVector<float> bias;
     if (c != nullptr && g_.beta != 0.0f) {
       const float* pc = c->data_as<float>().data();
       const auto s = c->shape();
@@ -654,7 +652,7 @@ class FastMatMulKernel final : public Kernel {
       return InvalidArgument("MatMul: A and B must have the same element type");
     }
     const auto as = a.shape(), bs = b.shape();
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, MatMulShape<int64_t>(as, bs));
+    IDEM_ASSIGN_OR_RETURN(Ints shape, MatMulShape<int64_t>(as, bs));
     const int64_t m = as.size() >= 2 ? as[as.size() - 2] : 1;
     const int64_t k = as.back();
     IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "MatMul", ctx.limits()));
@@ -663,7 +661,7 @@ class FastMatMulKernel final : public Kernel {
         as.size() > 2 ? as.first(as.size() - 2) : std::span<const int64_t>();
     const std::span<const int64_t> batch_b =
         bs.size() > 2 ? bs.first(bs.size() - 2) : std::span<const int64_t>();
-    const std::vector<int64_t> batch = BroadcastDims<int64_t>(batch_a, batch_b).value();
+    const Ints batch = BroadcastDims<int64_t>(batch_a, batch_b).value();
     float* y = nullptr;
     IDEM_ASSIGN_OR_RETURN(out[0], AllocateTensorAs(ctx, ElementType::kFloat, shape, &y));
     if (m * n == 0) return {};

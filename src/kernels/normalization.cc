@@ -82,10 +82,10 @@ const char* kParamNames[] = {"X", "scale", "B", "mean", "var"};
 // Y has X's shape; scale, B, mean and var must each be (C) (or, with spatial=0, X's shape
 // without the batch dim). X of rank 1 is (N) with C = 1.
 template <class D>
-Result<std::vector<D>> BatchNormShape(const BatchNormAttrs& a, std::span<const D> x,
-                                      std::span<const std::span<const D>> params) {
+Result<DimsOf<D>> BatchNormShape(const BatchNormAttrs& a, std::span<const D> x,
+                                 std::span<const std::span<const D>> params) {
   if (x.empty()) return InvalidArgument("BatchNormalization: X must have rank >= 1 (N x C x ...)");
-  std::vector<D> want;
+  DimsOf<D> want;
   if (a.spatial) {
     want.push_back(x.size() >= 2 ? x[1] : MakeDim<D>(1));
   } else {
@@ -109,7 +109,7 @@ Result<std::vector<D>> BatchNormShape(const BatchNormAttrs& a, std::span<const D
           a.spatial ? "the channel count C = X's dim 1" : "X's shape without N (spatial=0)"));
     }
   }
-  return std::vector<D>(x.begin(), x.end());
+  return DimsOf<D>(x.begin(), x.end());
 }
 
 Result<Inference> InferBatchNorm(const BatchNormAttrs& a, const Facts& facts) {
@@ -129,7 +129,7 @@ Result<Inference> InferBatchNorm(const BatchNormAttrs& a, const Facts& facts) {
 
 // Writes values (as double) into a new tensor of `type` and `shape`.
 Result<Value> StatsTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
-                          const std::vector<double>& values) {
+                          const ScratchVector<double>& values) {
   std::byte* data = nullptr;
   IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, type, shape, &data));
   IDEM_RETURN_IF_ERROR(DispatchFloat(type, "BatchNormalization", [&](auto tag) {
@@ -148,26 +148,25 @@ Status RunBatchNorm(const BatchNormAttrs& a, RunContext& ctx, std::span<const Va
                     std::span<Value> out) {
   using A = ComputeType<T>;
   const Tensor& x = in[0]->tensor();
-  std::vector<std::span<const int64_t>> param_shapes;
+  ScratchVector<std::span<const int64_t>> param_shapes;
   for (size_t i = 1; i <= 4; ++i) param_shapes.push_back(in[i]->tensor().shape());
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                        BatchNormShape<int64_t>(a, x.shape(), param_shapes));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, BatchNormShape<int64_t>(a, x.shape(), param_shapes));
   const int64_t n = shape[0];
   const int64_t c = shape.size() >= 2 ? shape[1] : 1;
   int64_t inner = 1;
   for (size_t d = 2; d < shape.size(); ++d) inner *= shape[d];
   // Feature f of element (b, ch, s): ch (spatial) or ch * inner + s.
   const int64_t features = a.spatial ? c : c * inner;
-  std::vector<double> scale = ReadDoubles(in[1]->tensor());
-  std::vector<double> bias = ReadDoubles(in[2]->tensor());
-  std::vector<double> mean = ReadDoubles(in[3]->tensor());
-  std::vector<double> var = ReadDoubles(in[4]->tensor());
+  ScratchVector<double> scale = ReadDoubles(in[1]->tensor());
+  ScratchVector<double> bias = ReadDoubles(in[2]->tensor());
+  ScratchVector<double> mean = ReadDoubles(in[3]->tensor());
+  ScratchVector<double> var = ReadDoubles(in[4]->tensor());
   T* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(out[0], AllocateTensorAs(ctx, x.element_type(), shape, &y));
   const T* px = x.data_as<T>().data();
   auto feature = [&](int64_t ch, int64_t s) { return a.spatial ? ch : ch * inner + s; };
 
-  std::vector<double> batch_mean, batch_var;
+  ScratchVector<double> batch_mean, batch_var;
   if (a.training) {
     // Two passes in double, each feature over N (and the positions when spatial).
     batch_mean.assign(static_cast<size_t>(features), 0.0);
@@ -195,9 +194,9 @@ Status RunBatchNorm(const BatchNormAttrs& a, RunContext& ctx, std::span<const Va
     for (double& v : batch_var) v = count > 0 ? v / count : 0.0;
   }
   // The statistics Y uses, rounded to the compute type as the reference's float32 arrays are.
-  const std::vector<double>& use_mean = a.training ? batch_mean : mean;
-  const std::vector<double>& use_var = a.training ? batch_var : var;
-  std::vector<A> m(static_cast<size_t>(features)), s(m.size()), b(m.size()), den(m.size());
+  const ScratchVector<double>& use_mean = a.training ? batch_mean : mean;
+  const ScratchVector<double>& use_var = a.training ? batch_var : var;
+  ScratchVector<A> m(static_cast<size_t>(features)), s(m.size()), b(m.size()), den(m.size());
   for (size_t f = 0; f < m.size(); ++f) {
     m[f] = static_cast<A>(use_mean[f]);
     s[f] = static_cast<A>(scale[f]);
@@ -218,12 +217,12 @@ Status RunBatchNorm(const BatchNormAttrs& a, RunContext& ctx, std::span<const Va
     const Tensor& mean_in = in[3]->tensor();
     const Tensor& var_in = in[4]->tensor();
     const double mo = a.momentum;
-    std::vector<double> running_mean(mean.size()), running_var(var.size());
+    ScratchVector<double> running_mean(mean.size()), running_var(var.size());
     for (size_t f = 0; f < mean.size(); ++f) {
       running_mean[f] = mean[f] * mo + batch_mean[f] * (1.0 - mo);
       running_var[f] = var[f] * mo + batch_var[f] * (1.0 - mo);
     }
-    const std::vector<double>* stats[] = {&running_mean, &running_var, &batch_mean, &batch_var};
+    const ScratchVector<double>* stats[] = {&running_mean, &running_var, &batch_mean, &batch_var};
     for (size_t o = 1; o < out.size() && o <= 4; ++o) {
       const Tensor& like = o == 2 || o == 4 ? var_in : mean_in;
       IDEM_ASSIGN_OR_RETURN(out[o],

@@ -23,17 +23,19 @@ Result<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view what,
   return axis < 0 ? axis + (allow_end ? rank + 1 : rank) : axis;
 }
 
-Result<std::vector<int64_t>> NormalizeAxes(std::span<const int64_t> axes, int64_t rank,
-                                           std::string_view what) {
-  std::vector<int64_t> out;
+Result<Ints> NormalizeAxes(std::span<const int64_t> axes, int64_t rank, std::string_view what) {
+  Ints out;
   out.reserve(axes.size());
-  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
+  // Repeats: a bit per axis (a word for ranks up to 64, else one from the block cache).
+  ScratchVector<uint64_t> seen(static_cast<size_t>((std::max<int64_t>(rank, 0) + 63) / 64), 0);
   for (int64_t a : axes) {
     IDEM_ASSIGN_OR_RETURN(int64_t n, NormalizeAxis(a, rank, what));
-    if (seen[static_cast<size_t>(n)]) {
+    uint64_t& word = seen[static_cast<size_t>(n) / 64];
+    const uint64_t bit = uint64_t{1} << (static_cast<size_t>(n) % 64);
+    if ((word & bit) != 0) {
       return Status(StatusCode::kInvalidArgument, fmt::format("{} {} is repeated", what, a));
     }
-    seen[static_cast<size_t>(n)] = true;
+    word |= bit;
     out.push_back(n);
   }
   return out;
@@ -44,7 +46,8 @@ std::optional<std::vector<int64_t>> Facts::constant_ints(size_t i) const {
   if (v == nullptr || !v->is_tensor()) return std::nullopt;
   const ElementType e = v->tensor().element_type();
   if (e != ElementType::kInt64 && e != ElementType::kInt32) return std::nullopt;
-  return ReadInt64s(v->tensor());
+  const Ints ints = ReadInt64s(v->tensor());
+  return std::vector<int64_t>(ints.begin(), ints.end());
 }
 
 std::optional<std::vector<int64_t>> Facts::static_shape(size_t i) const {
@@ -178,101 +181,6 @@ Result<std::string> AttrReader::StringIn(const std::string& name, std::string de
 
 // ---- Run-time helpers -----------------------------------------------------------------------
 
-namespace {
-
-// Large kernel outputs come from a per-thread cache of freed blocks, so a steady-state Run of a
-// model whose tensors take megabytes (PaddleOCR's det: 6.5 MiB per feature map at 640x640)
-// does not map fresh pages every time (the allocator returns big blocks to the system, and every
-// 4 KiB page of a new one costs a fault: two thirds of det's time before this cache). Blocks are
-// still zeroed, as Buffer::Allocate's are, so results never depend on what a block held. A block
-// freed on a thread joins that thread's cache; each cache keeps at most kCacheBlocks blocks and
-// kCacheBytes bytes (the rest go back to the heap) and is freed when its thread ends.
-constexpr size_t kCacheBlocks = 64;
-constexpr size_t kCacheBytes = size_t{128} << 20;
-
-struct Block {
-  std::byte* data;
-  size_t size;
-};
-
-struct BlockCache {
-  std::vector<Block> blocks;
-  size_t bytes = 0;
-};
-
-void FreeBlock(std::byte* p) { ::operator delete[](p, std::align_val_t{Buffer::kAlignment}); }
-
-// The calling thread's cache, or null once the thread is ending (its blocks are freed then).
-thread_local bool t_cache_gone = false;
-struct CacheHolder {
-  BlockCache* cache = nullptr;
-  ~CacheHolder() {
-    if (cache != nullptr) {
-      for (const Block& b : cache->blocks) FreeBlock(b.data);
-      delete cache;
-    }
-    t_cache_gone = true;
-  }
-};
-thread_local CacheHolder t_cache;
-
-BlockCache* ThreadCache() {
-  if (t_cache_gone) return nullptr;
-  if (t_cache.cache == nullptr) t_cache.cache = new BlockCache();
-  return t_cache.cache;
-}
-
-void ReturnBlock(std::byte* p, size_t size) {
-  BlockCache* cache = ThreadCache();
-  if (cache == nullptr || cache->blocks.size() >= kCacheBlocks || size > kCacheBytes ||
-      cache->bytes > kCacheBytes - size) {
-    FreeBlock(p);
-    return;
-  }
-  cache->blocks.push_back({p, size});
-  cache->bytes += size;
-}
-
-// A zeroed block of at least `size` bytes (the smallest cached one up to twice the size, else
-// new), owned by the returned Buffer.
-Result<Buffer> TensorBlock(size_t size, std::byte** data) {
-  std::byte* p = nullptr;
-  size_t have = 0;
-  if (BlockCache* cache = ThreadCache()) {
-    size_t best = cache->blocks.size();
-    for (size_t i = 0; i < cache->blocks.size(); ++i) {
-      const size_t s = cache->blocks[i].size;
-      if (s >= size && s / 2 <= size &&
-          (best == cache->blocks.size() || s < cache->blocks[best].size)) {
-        best = i;
-      }
-    }
-    if (best < cache->blocks.size()) {
-      p = cache->blocks[best].data;
-      have = cache->blocks[best].size;
-      cache->bytes -= have;
-      cache->blocks[best] = cache->blocks.back();
-      cache->blocks.pop_back();
-    }
-  }
-  if (p == nullptr) {
-    p = static_cast<std::byte*>(
-        ::operator new[](size, std::align_val_t{Buffer::kAlignment}, std::nothrow));
-    if (p == nullptr) {
-      return Status(StatusCode::kResourceExhausted, fmt::format("cannot allocate {} bytes", size));
-    }
-    have = size;
-  }
-  std::memset(p, 0, size);
-  std::shared_ptr<const void> owner(p, [have](const void* q) {
-    ReturnBlock(static_cast<std::byte*>(const_cast<void*>(q)), have);
-  });
-  *data = p;
-  return Buffer::Shared(std::move(owner), p, size);
-}
-
-}  // namespace
-
 Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
                              std::byte** data) {
   uint64_t count = 1;
@@ -289,16 +197,12 @@ Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const 
   }
   IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, count, ctx.limits()));
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
-  if (bytes >= kCachedBlockMin && !IsStringType(type)) {
-    IDEM_ASSIGN_OR_RETURN(Buffer buffer, TensorBlock(static_cast<size_t>(bytes), data));
-    return Value::MakeTensorFromDims(type, shape, std::move(buffer));
-  }
   IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, data));
   return Value::MakeTensorFromDims(type, shape, std::move(buffer));
 }
 
-std::vector<int64_t> ReadInt64s(const Tensor& t) {
-  std::vector<int64_t> out;
+Ints ReadInt64s(const Tensor& t) {
+  Ints out;
   out.reserve(static_cast<size_t>(t.element_count()));
   if (t.element_type() == ElementType::kInt32) {
     for (int32_t v : t.data_as<int32_t>()) out.push_back(v);
@@ -308,8 +212,8 @@ std::vector<int64_t> ReadInt64s(const Tensor& t) {
   return out;
 }
 
-std::vector<double> ReadDoubles(const Tensor& t) {
-  std::vector<double> out;
+ScratchVector<double> ReadDoubles(const Tensor& t) {
+  ScratchVector<double> out;
   out.reserve(static_cast<size_t>(t.element_count()));
   const std::byte* p = t.data().data();
   for (int64_t i = 0; i < t.element_count(); ++i) {
@@ -350,8 +254,8 @@ std::vector<ElementType> NumericTypes(bool bfloat16) {
   return out;
 }
 
-std::vector<int64_t> BroadcastStrides(std::span<const int64_t> shape, size_t rank) {
-  std::vector<int64_t> strides(rank, 0);
+Ints BroadcastStrides(std::span<const int64_t> shape, size_t rank) {
+  Ints strides(rank, 0);
   int64_t stride = 1;
   for (size_t k = shape.size(); k-- > 0;) {
     const size_t i = k + (rank - shape.size());
@@ -383,10 +287,10 @@ Result<Value> WithShape(RunContext& ctx, const Tensor& t, std::span<const int64_
   return Value::MakeTensorFromDims(t.element_type(), shape, t.data());
 }
 
-std::vector<int64_t> RowMajorStrides(std::span<const int64_t> shape) {
+Ints RowMajorStrides(std::span<const int64_t> shape) {
   // Unsigned products: the strides of an empty tensor with huge dims ([0, 2^40, 2^40]) may wrap,
   // but nothing is read through them, and wrapping is defined.
-  std::vector<int64_t> strides(shape.size(), 1);
+  Ints strides(shape.size(), 1);
   uint64_t stride = 1;
   for (size_t d = shape.size(); d-- > 1;) {
     stride *= static_cast<uint64_t>(shape[d]);
@@ -406,7 +310,7 @@ void ForEachStridedRow(std::span<const int64_t> dims, std::span<const int64_t> s
   const int64_t length = dims[r - 1], step = strides[r - 1];
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < r; ++d) rows *= dims[d];
-  std::vector<int64_t> index(r - 1, 0);
+  Ints index(r - 1, 0);
   int64_t src = offset;
   for (int64_t i = 0; i < rows; ++i) {
     row(i * length, src, length, step);
@@ -426,7 +330,7 @@ Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int6
   const ElementType type = t.element_type();
   // Size-1 dims dropped and neighbours that step through the source as one dim merged, so a
   // slab copy becomes a few long runs.
-  std::vector<int64_t> dims, steps;
+  Ints dims, steps;
   bool empty = false;
   for (size_t d = 0; d < out_shape.size(); ++d) {
     if (out_shape[d] == 0) empty = true;
@@ -439,11 +343,13 @@ Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int6
       steps.push_back(strides[d]);
     }
   }
-  std::vector<int64_t> shape(out_shape.begin(), out_shape.end());
+  const Ints shape(out_shape.begin(), out_shape.end());
   if (empty) {
     // Nothing to copy, whatever the other dims are ([0, 2^60] is a valid empty tensor).
-    if (type == ElementType::kString) return Value::MakeStringTensor(std::move(shape), {});
-    return Value::MakeTensor(type, std::move(shape), Buffer());
+    if (type == ElementType::kString) {
+      return Value::MakeStringTensor(std::vector<int64_t>(shape.begin(), shape.end()), {});
+    }
+    return Value::MakeTensorFromDims(type, shape, Buffer());
   }
   if (dims.empty()) {
     dims.push_back(1);
@@ -468,7 +374,8 @@ Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int6
     ForEachStridedRow(dims, steps, offset, [&](int64_t, int64_t s, int64_t n, int64_t step) {
       for (int64_t k = 0; k < n; ++k) strings.push_back(src[static_cast<size_t>(s + k * step)]);
     });
-    return Value::MakeStringTensor(std::move(shape), std::move(strings));
+    return Value::MakeStringTensor(std::vector<int64_t>(shape.begin(), shape.end()),
+                                   std::move(strings));
   }
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, type, shape, &out));

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/core/block_cache.h"
 #include "src/kernels/fast/packed_gemm.h"
 #include "src/kernels/kernel.h"
 
@@ -84,16 +85,23 @@ std::optional<int64_t> DimProduct(std::span<const D> dims) {
 // Normalizes `axis` into [0, rank) (or [0, rank] with `allow_end`); errors name `what`.
 Result<int64_t> NormalizeAxis(int64_t axis, int64_t rank, std::string_view what,
                               bool allow_end = false);
+// Integers a kernel reads or derives on every Run (axes, pads, indices, shapes): storage from the
+// thread's block cache, so a steady-state Run does not go to the heap for them.
+using Ints = ScratchVector<int64_t>;
+
+// What a shape rule over D gives: run-time dims in Ints, plan-time ones in a plain vector.
+template <class D>
+using DimsOf = std::conditional_t<std::is_same_v<D, int64_t>, Ints, std::vector<D>>;
+
 // Normalizes every axis and refuses repeats.
-Result<std::vector<int64_t>> NormalizeAxes(std::span<const int64_t> axes, int64_t rank,
-                                           std::string_view what);
+Result<Ints> NormalizeAxes(std::span<const int64_t> axes, int64_t rank, std::string_view what);
 
 // numpy (multidirectional) broadcasting of shapes, written once over D. At plan time two
 // unknown dims give an unknown dim; a known dim other than 1 against an unknown one is that dim.
 template <class D>
-Result<std::vector<D>> BroadcastDims(std::span<const D> a, std::span<const D> b) {
+Result<DimsOf<D>> BroadcastDims(std::span<const D> a, std::span<const D> b) {
   const size_t rank = std::max(a.size(), b.size());
-  std::vector<D> out(rank);
+  DimsOf<D> out(rank);
   for (size_t i = 0; i < rank; ++i) {
     const D da = i < rank - a.size() ? MakeDim<D>(1) : a[i - (rank - a.size())];
     const D db = i < rank - b.size() ? MakeDim<D>(1) : b[i - (rank - b.size())];
@@ -196,9 +204,8 @@ inline Status InvalidArgument(std::string message) {
 // Allocates the output tensor of `type` and `shape`: the element count and bytes are checked
 // against max_elements, max_tensor_bytes and the run's remaining budget before allocating.
 // `*data` receives the writable bytes (uninitialized; the kernel must write every element).
-// Outputs of kCachedBlockMin bytes or more come from a per-thread cache of freed blocks (op.cc),
-// zeroed like every other.
-inline constexpr uint64_t kCachedBlockMin = uint64_t{64} << 10;
+// The bytes come from Buffer::Allocate (src/core/block_cache.h: a per-thread cache of freed
+// blocks, zeroed on reuse), so a steady-state Run allocates nothing for them.
 Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
                              std::byte** data);
 template <typename T>
@@ -211,9 +218,9 @@ Result<Value> AllocateTensorAs(RunContext& ctx, ElementType type, std::span<cons
 }
 
 // Reads an int32/int64 tensor's elements (a shape, axes, pads or indices input).
-std::vector<int64_t> ReadInt64s(const Tensor& t);
+Ints ReadInt64s(const Tensor& t);
 // Reads a float/double/float16/bfloat16 tensor's elements as double (scales, a scalar operand).
-std::vector<double> ReadDoubles(const Tensor& t);
+ScratchVector<double> ReadDoubles(const Tensor& t);
 
 // ---- Definition ------------------------------------------------------------------------------
 
@@ -295,7 +302,7 @@ Result<Value> StridedCopy(RunContext& ctx, const Tensor& t, std::span<const int6
                           std::span<const int64_t> strides, int64_t offset);
 
 // Row-major element strides of `shape` (meaningful when the tensor is not empty).
-std::vector<int64_t> RowMajorStrides(std::span<const int64_t> shape);
+Ints RowMajorStrides(std::span<const int64_t> shape);
 
 // ---- Work bound (added for the fuzzing and hardening of issue 17) -----------------------------
 

@@ -70,7 +70,7 @@ namespace {
 
 // Calls visit(output index, input index or -1) in output order.
 template <class Visit>
-void ForEachMapped(std::span<const int64_t> out_shape, std::span<const std::vector<int64_t>> maps,
+void ForEachMapped(std::span<const int64_t> out_shape, std::span<const Ints> maps,
                    std::span<const int64_t> in_shape, Visit&& visit) {
   const size_t rank = out_shape.size();
   if (rank == 0) {
@@ -78,15 +78,15 @@ void ForEachMapped(std::span<const int64_t> out_shape, std::span<const std::vect
     return;
   }
   // Maps scaled by the input strides (-1 stays -1).
-  std::vector<std::vector<int64_t>> scaled(rank);
+  ScratchVector<Ints> scaled(rank);
   int64_t stride = 1;
   for (size_t d = rank; d-- > 0;) {
     scaled[d].reserve(maps[d].size());
     for (int64_t v : maps[d]) scaled[d].push_back(v < 0 ? -1 : v * stride);
     stride *= in_shape[d];
   }
-  std::vector<int64_t> index(rank - 1, 0);
-  const std::vector<int64_t>& last = scaled[rank - 1];
+  Ints index(rank - 1, 0);
+  const Ints& last = scaled[rank - 1];
   int64_t out = 0;
   while (true) {
     int64_t base = 0;
@@ -111,10 +111,10 @@ void ForEachMapped(std::span<const int64_t> out_shape, std::span<const std::vect
 }  // namespace
 
 Result<Value> Gather(RunContext& ctx, const Tensor& in, std::span<const int64_t> out_shape,
-                     std::span<const std::vector<int64_t>> maps, const Fill& fill) {
+                     std::span<const Ints> maps, const Fill& fill) {
   const ElementType type = in.element_type();
   IDEM_ASSIGN_OR_RETURN(uint64_t count, CheckOutput(ctx, type, out_shape));
-  const std::vector<int64_t> shape(out_shape.begin(), out_shape.end());
+  const Ints shape(out_shape.begin(), out_shape.end());
   if (type == ElementType::kString) {
     const auto src = in.strings();
     if (count > 0) {
@@ -131,7 +131,8 @@ Result<Value> Gather(RunContext& ctx, const Tensor& in, std::span<const int64_t>
         strings[static_cast<size_t>(o)] = s < 0 ? fill.text : src[static_cast<size_t>(s)];
       });
     }
-    return Value::MakeStringTensor(shape, std::move(strings));
+    return Value::MakeStringTensor(std::vector<int64_t>(shape.begin(), shape.end()),
+                                   std::move(strings));
   }
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Value result, AllocateTensor(ctx, type, shape, &out));
@@ -194,10 +195,10 @@ const char* ModeName(PadMode m) {
 
 // Begin and end pads for every axis of a rank-`rank` input from `pads` over `axes` (all axes when
 // null): [b_0, ..., b_{r-1}, e_0, ..., e_{r-1}].
-Result<std::vector<int64_t>> PadsPerAxis(std::span<const int64_t> pads,
-                                         const std::vector<int64_t>* axes, int64_t rank) {
-  std::vector<int64_t> normalized;
-  if (axes != nullptr) {
+Result<Ints> PadsPerAxis(std::span<const int64_t> pads,
+                         std::optional<std::span<const int64_t>> axes, int64_t rank) {
+  Ints normalized;
+  if (axes) {
     IDEM_ASSIGN_OR_RETURN(normalized, NormalizeAxes(*axes, rank, "Pad: axis"));
   } else {
     for (int64_t d = 0; d < rank; ++d) normalized.push_back(d);
@@ -205,10 +206,9 @@ Result<std::vector<int64_t>> PadsPerAxis(std::span<const int64_t> pads,
   const auto n = static_cast<int64_t>(normalized.size());
   if (static_cast<int64_t>(pads.size()) != 2 * n) {
     return InvalidArgument(fmt::format("Pad: pads has {} values; it must have 2 * {} (two per {})",
-                                       pads.size(), n,
-                                       axes != nullptr ? "listed axis" : "input axis"));
+                                       pads.size(), n, axes ? "listed axis" : "input axis"));
   }
-  std::vector<int64_t> out(static_cast<size_t>(2 * rank), 0);
+  Ints out(static_cast<size_t>(2 * rank), 0);
   for (int64_t i = 0; i < n; ++i) {
     out[static_cast<size_t>(normalized[i])] = pads[static_cast<size_t>(i)];
     out[static_cast<size_t>(rank + normalized[i])] = pads[static_cast<size_t>(n + i)];
@@ -219,9 +219,9 @@ Result<std::vector<int64_t>> PadsPerAxis(std::span<const int64_t> pads,
 // The one shape rule: output dim d = dim + begin + end, with the mode's rules on the extent that
 // remains after negative pads crop.
 template <class D>
-Result<std::vector<D>> PadShape(PadMode mode, std::span<const D> x, std::span<const int64_t> pads) {
+Result<DimsOf<D>> PadShape(PadMode mode, std::span<const D> x, std::span<const int64_t> pads) {
   const size_t rank = x.size();
-  std::vector<D> out(rank);
+  DimsOf<D> out(rank);
   bool cropped = false, empty = false, all_known = true;
   for (size_t d = 0; d < rank; ++d) {
     const int64_t b = pads[d], e = pads[rank + d];
@@ -268,11 +268,11 @@ Result<std::vector<D>> PadShape(PadMode mode, std::span<const D> x, std::span<co
 }
 
 // Input coordinate along one axis for each output coordinate (-1: the constant).
-std::vector<int64_t> AxisMap(PadMode mode, int64_t dim, int64_t b, int64_t e, int64_t size) {
+Ints AxisMap(PadMode mode, int64_t dim, int64_t b, int64_t e, int64_t size) {
   const int64_t lo = std::max<int64_t>(-b, 0);
   const int64_t n = dim - std::max<int64_t>(-b, 0) - std::max<int64_t>(-e, 0);
   const int64_t pre = std::max<int64_t>(b, 0);
-  std::vector<int64_t> map(static_cast<size_t>(size));
+  Ints map(static_cast<size_t>(size));
   for (int64_t o = 0; o < size; ++o) {
     int64_t p = o - pre;
     switch (mode) {
@@ -349,8 +349,8 @@ Result<PadAttrs> ParsePad(const NodeContext& ctx) {
 Result<std::optional<std::vector<int64_t>>> KnownPads(const PadAttrs& a, const Facts& facts,
                                                       int64_t rank) {
   if (a.version < 11) {
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> p, PadsPerAxis(a.pads, nullptr, rank));
-    return std::optional<std::vector<int64_t>>(std::move(p));
+    IDEM_ASSIGN_OR_RETURN(Ints p, PadsPerAxis(a.pads, std::nullopt, rank));
+    return std::optional<std::vector<int64_t>>(std::in_place, p.begin(), p.end());
   }
   std::optional<std::vector<int64_t>> pads = facts.constant_ints(1);
   if (!pads) return std::optional<std::vector<int64_t>>();
@@ -359,8 +359,10 @@ Result<std::optional<std::vector<int64_t>>> KnownPads(const PadAttrs& a, const F
     axes = facts.constant_ints(3);
     if (!axes) return std::optional<std::vector<int64_t>>();
   }
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> p, PadsPerAxis(*pads, axes ? &*axes : nullptr, rank));
-  return std::optional<std::vector<int64_t>>(std::move(p));
+  std::optional<std::span<const int64_t>> axes_span;
+  if (axes) axes_span = *axes;
+  IDEM_ASSIGN_OR_RETURN(Ints p, PadsPerAxis(*pads, axes_span, rank));
+  return std::optional<std::vector<int64_t>>(std::in_place, p.begin(), p.end());
 }
 
 Result<Inference> InferPad(const PadAttrs& a, const Facts& facts) {
@@ -385,27 +387,29 @@ Status RunPad(const PadAttrs& a, RunContext& ctx, std::span<const Value* const> 
               std::span<Value> outputs) {
   const Tensor& x = inputs[0]->tensor();
   const auto rank = static_cast<int64_t>(x.rank());
-  std::vector<int64_t> pads;
+  Ints pads;
   axis_gather::Fill fill;
   if (a.version < 11) {
-    IDEM_ASSIGN_OR_RETURN(pads, PadsPerAxis(a.pads, nullptr, rank));
+    IDEM_ASSIGN_OR_RETURN(pads, PadsPerAxis(a.pads, std::nullopt, rank));
     fill = FillFromFloat(x.element_type(), a.value);
   } else {
     const Tensor& p = inputs[1]->tensor();
     if (p.rank() > 2 || (p.rank() == 2 && p.shape()[0] != 1)) {
       return InvalidArgument(fmt::format("Pad: pads must be a 1-D tensor, got rank {}", p.rank()));
     }
-    const std::vector<int64_t> values = ReadInt64s(p);
-    std::optional<std::vector<int64_t>> axes;
+    const Ints values = ReadInt64s(p);
+    Ints axes_values;
+    std::optional<std::span<const int64_t>> axes;
     if (inputs.size() > 3 && inputs[3] != nullptr) {
       const Tensor& t = inputs[3]->tensor();
       if (t.rank() != 1) {
         return InvalidArgument(
             fmt::format("Pad: axes must be a 1-D tensor, got rank {}", t.rank()));
       }
-      axes = ReadInt64s(t);
+      axes_values = ReadInt64s(t);
+      axes = axes_values;
     }
-    IDEM_ASSIGN_OR_RETURN(pads, PadsPerAxis(values, axes ? &*axes : nullptr, rank));
+    IDEM_ASSIGN_OR_RETURN(pads, PadsPerAxis(values, axes, rank));
     if (inputs.size() > 2 && inputs[2] != nullptr) {
       const Tensor& c = inputs[2]->tensor();
       if (c.element_type() != x.element_type()) {
@@ -420,13 +424,13 @@ Status RunPad(const PadAttrs& a, RunContext& ctx, std::span<const Value* const> 
       fill = axis_gather::FillFromElement(c);
     }
   }
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, PadShape<int64_t>(a.mode, x.shape(), pads));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, PadShape<int64_t>(a.mode, x.shape(), pads));
   if (std::all_of(pads.begin(), pads.end(), [](int64_t v) { return v == 0; })) {
     outputs[0] = *inputs[0];  // nothing to pad: the input itself
     return {};
   }
   IDEM_ASSIGN_OR_RETURN(uint64_t count, axis_gather::CheckOutput(ctx, x.element_type(), shape));
-  std::vector<std::vector<int64_t>> maps;
+  ScratchVector<Ints> maps;
   if (count > 0) {
     for (int64_t d = 0; d < rank; ++d) {
       maps.push_back(AxisMap(a.mode, x.shape()[d], pads[d], pads[rank + d], shape[d]));

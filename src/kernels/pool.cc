@@ -127,13 +127,13 @@ Result<PoolAxis> ResolvePoolAxis(const PoolAttrs& a, size_t i, int64_t in) {
 
 // The one shape rule: [N, C, out_1, ..., out_k] (GlobalAveragePool: [N, C, 1, ..., 1]).
 template <class D>
-Result<std::vector<D>> PoolShape(const PoolAttrs& a, std::span<const D> x) {
+Result<DimsOf<D>> PoolShape(const PoolAttrs& a, std::span<const D> x) {
   if (a.kind == PoolKind::kGlobalAverage) {
     if (x.size() < 2) {
       return InvalidArgument(fmt::format(
           "{}: X has rank {}; it must be at least 2 (N x C x D1 x ... x Dn)", a.op, x.size()));
     }
-    std::vector<D> out(x.begin(), x.begin() + 2);
+    DimsOf<D> out(x.begin(), x.begin() + 2);
     for (size_t i = 2; i < x.size(); ++i) out.push_back(MakeDim<D>(1));
     return out;
   }
@@ -143,7 +143,7 @@ Result<std::vector<D>> PoolShape(const PoolAttrs& a, std::span<const D> x) {
                     "(N x C x D1 x ... x Dn)",
                     a.op, x.size(), a.kernel.size(), a.kernel.size() + 2));
   }
-  std::vector<D> out(x.begin(), x.begin() + 2);
+  DimsOf<D> out(x.begin(), x.begin() + 2);
   for (size_t i = 0; i < a.kernel.size(); ++i) {
     const auto in = KnownDim(x[i + 2]);
     if (!in) {
@@ -270,7 +270,7 @@ Result<Inference> InferPool(const PoolAttrs& a, const Facts& facts) {
 // the taps inside the padded input (count_include_pad's divisor).
 struct AxisWindows {
   int64_t in = 0, out = 0, pad_begin = 0, stride = 1, dilation = 1;
-  std::vector<int64_t> lo, hi, padded;
+  Ints lo, hi, padded;
 };
 
 AxisWindows MakeWindows(const PoolAttrs& a, size_t i, int64_t in, const PoolAxis& axis) {
@@ -286,6 +286,9 @@ AxisWindows MakeWindows(const PoolAttrs& a, size_t i, int64_t in, const PoolAxis
   // fit int64.
   const int64_t input_end = in + axis.pad_begin;
   const int64_t padded_end = input_end + axis.pad_end;
+  w.lo.reserve(static_cast<size_t>(axis.out));
+  w.hi.reserve(static_cast<size_t>(axis.out));
+  w.padded.reserve(static_cast<size_t>(axis.out));
   for (int64_t o = 0; o < axis.out; ++o) {
     const int64_t offset = o * w.stride;
     const int64_t start = offset - axis.pad_begin;
@@ -305,7 +308,7 @@ AxisWindows MakeWindows(const PoolAttrs& a, size_t i, int64_t in, const PoolAxis
 // same bits (max: the first of the largest, NaN only when every tap is NaN; average: the taps
 // summed in double in row-major order, divided once).
 void Pool2D(const PoolAttrs& a, const float* x, int64_t planes, int64_t h, int64_t w,
-            const std::vector<AxisWindows>& axes, float* y) {
+            std::span<const AxisWindows> axes, float* y) {
   const AxisWindows& ay = axes[0];
   const AxisWindows& ax = axes[1];
   for (int64_t p = 0; p < planes; ++p) {
@@ -348,7 +351,7 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
                bool fast) {
   using C = ComputeType<T>;
   const auto xs = x.shape();
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> ys, PoolShape<int64_t>(a, xs));
+  IDEM_ASSIGN_OR_RETURN(Ints ys, PoolShape<int64_t>(a, xs));
   IDEM_RETURN_IF_ERROR(CheckPoolWork<int64_t>(a, xs, ys, ctx.limits()));
   T* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorAs(ctx, x.element_type(), ys, &y));
@@ -365,7 +368,7 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
   for (size_t i = 0; i < k; ++i)
     window_bytes += 3 * sizeof(int64_t) * static_cast<uint64_t>(ys[i + 2]);
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(window_bytes));
-  std::vector<AxisWindows> axes;
+  ScratchVector<AxisWindows> axes;
   int64_t out_plane = 1;
   for (size_t i = 0; i < k; ++i) {
     IDEM_ASSIGN_OR_RETURN(PoolAxis axis, ResolvePoolAxis(a, i, xs[i + 2]));
@@ -392,7 +395,7 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
   // When X has no elements no window has a tap, and the strides (whose products could then
   // exceed int64) are not used.
   const int64_t in_plane = x.element_count() / planes;
-  std::vector<int64_t> row(k, 0), index_stride(k, 0);
+  Ints row(k, 0), index_stride(k, 0);
   if (x.element_count() > 0) {
     row[k - 1] = 1;
     for (size_t i = k; i-- > 1;) row[i - 1] = row[i] * xs[i + 2];
@@ -479,7 +482,7 @@ template <class T>
 Status RunGlobalAverage(RunContext& ctx, const Tensor& x, std::span<Value> outputs,
                         const PoolAttrs& a) {
   using C = ComputeType<T>;
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> ys, PoolShape<int64_t>(a, x.shape()));
+  IDEM_ASSIGN_OR_RETURN(Ints ys, PoolShape<int64_t>(a, x.shape()));
   T* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorAs(ctx, x.element_type(), ys, &y));
   const int64_t planes = ys[0] * ys[1];

@@ -34,26 +34,29 @@ struct ReduceAttrs {
   std::optional<std::vector<int64_t>> axes;  // before 18: the attribute (nullopt: all axes)
 };
 
+// One flag per input axis: whether it is reduced.
+using ReduceMask = ScratchVector<bool>;
+
 // The reduced axes as a mask over the input's rank; an empty list reduces every axis unless
 // noop_with_empty_axes (then none).
-Result<std::vector<bool>> ReducedAxes(const ReduceAttrs& a, size_t rank,
-                                      std::span<const int64_t> axes) {
-  std::vector<bool> mask(rank, false);
+Result<ReduceMask> ReducedAxes(const ReduceAttrs& a, size_t rank, std::span<const int64_t> axes) {
+  ReduceMask mask(rank, false);
   if (axes.empty()) {
     if (!a.noop_with_empty_axes) mask.assign(rank, true);
     return mask;
   }
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
-                        NormalizeAxes(axes, static_cast<int64_t>(rank), a.op + " axis"));
-  for (int64_t axis : normalized) mask[static_cast<size_t>(axis)] = true;
+  auto normalized = NormalizeAxes(axes, static_cast<int64_t>(rank), "axis");
+  if (!normalized.ok()) {
+    return Status(normalized.status().code(), a.op + " " + normalized.status().message());
+  }
+  for (int64_t axis : *normalized) mask[static_cast<size_t>(axis)] = true;
   return mask;
 }
 
 // The one shape rule: reduced dims become 1 (keepdims) or are removed.
 template <class D>
-std::vector<D> ReduceShape(const ReduceAttrs& a, std::span<const D> x,
-                           const std::vector<bool>& mask) {
-  std::vector<D> out;
+DimsOf<D> ReduceShape(const ReduceAttrs& a, std::span<const D> x, const ReduceMask& mask) {
+  DimsOf<D> out;
   for (size_t i = 0; i < x.size(); ++i) {
     if (!mask[i]) {
       out.push_back(x[i]);
@@ -101,7 +104,7 @@ Result<Inference> InferReduce(const ReduceAttrs& a, const Facts& facts) {
     for (const Dim& d : x) dims.push_back(d.value == 1 ? d : Dim{});
     return OneOutput(TensorType(e, std::move(dims)));
   }
-  IDEM_ASSIGN_OR_RETURN(std::vector<bool> mask, ReducedAxes(a, x.size(), *axes));
+  IDEM_ASSIGN_OR_RETURN(ReduceMask mask, ReducedAxes(a, x.size(), *axes));
   return OneOutput(TensorType(e, ReduceShape<Dim>(a, std::span<const Dim>(x), mask)));
 }
 
@@ -117,19 +120,19 @@ ComputeType<T> MaxIdentity() {
 }
 
 template <class T>
-Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x,
-                 const std::vector<bool>& mask, Value& output) {
+Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x, const ReduceMask& mask,
+                 Value& output) {
   using C = ComputeType<T>;
   const auto xs = x.shape();
   const size_t rank = xs.size();
-  const std::vector<int64_t> ys = ReduceShape<int64_t>(a, xs, mask);
+  const Ints ys = ReduceShape<int64_t>(a, xs, mask);
   std::byte* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(output, AllocateTensor(ctx, x.element_type(), ys, &y));
   const int64_t out_count = output.tensor().element_count();
   if (out_count == 0) return Status();
   // Kept and reduced axes with their element strides in X. When X is empty the strides are
   // unused (every reduction is over the empty set) and their products may exceed int64.
-  std::vector<int64_t> strides(rank, 0);
+  Ints strides(rank, 0);
   const bool empty = x.element_count() == 0;
   if (!empty) {
     int64_t stride = 1;
@@ -138,7 +141,7 @@ Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x,
       stride *= xs[i];
     }
   }
-  std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
+  Ints kept_dims, kept_strides, red_dims, red_strides;
   int64_t red_count = empty ? 0 : 1;
   for (size_t i = 0; i < rank; ++i) {
     if (mask[i]) {
@@ -151,7 +154,7 @@ Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x,
     }
   }
   const std::byte* px = x.data().data();
-  std::vector<int64_t> kpos(kept_dims.size(), 0), rpos(red_dims.size(), 0);
+  Ints kpos(kept_dims.size(), 0), rpos(red_dims.size(), 0);
   int64_t base = 0;
   for (int64_t o = 0; o < out_count; ++o) {
     int64_t offset = base;
@@ -210,7 +213,7 @@ Result<std::unique_ptr<Kernel>> CreateReduce(const ReduceAttrs& attrs, const Fac
       [](const ReduceAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
          std::span<Value> outputs) -> Status {
         const Tensor& x = inputs[0]->tensor();
-        std::vector<int64_t> axes;
+        Ints axes;
         if (a.axes_input && inputs.size() > 1 && inputs[1] != nullptr) {
           const Tensor& t = inputs[1]->tensor();
           if (t.rank() != 1) {
@@ -219,13 +222,13 @@ Result<std::unique_ptr<Kernel>> CreateReduce(const ReduceAttrs& attrs, const Fac
           }
           axes = ReadInt64s(t);
         } else if (a.axes) {
-          axes = *a.axes;
+          axes.assign(a.axes->begin(), a.axes->end());
         }
         if (a.noop_with_empty_axes && axes.empty()) {
           outputs[0] = *inputs[0];  // a reduction over no axes: the input itself
           return Status();
         }
-        IDEM_ASSIGN_OR_RETURN(std::vector<bool> mask, ReducedAxes(a, x.rank(), axes));
+        IDEM_ASSIGN_OR_RETURN(ReduceMask mask, ReducedAxes(a, x.rank(), axes));
         auto run = [&](auto tag) -> Status {
           return RunReduce<decltype(tag)>(a, ctx, x, mask, outputs[0]);
         };

@@ -67,10 +67,10 @@ struct ResizeAttrs {
 
 // What the scales/sizes/roi inputs ask for, over the resized axes.
 struct Request {
-  std::vector<int64_t> axes;                 // normalized, one per scale or size
-  std::optional<std::vector<float>> scales;  // one per axis in `axes`
-  std::optional<std::vector<int64_t>> sizes;
-  std::vector<float> roi;  // 2 * rank: starts then ends (0 and 1 where not given)
+  Ints axes;                                   // normalized, one per scale or size
+  std::optional<ScratchVector<float>> scales;  // one per axis in `axes`
+  std::optional<Ints> sizes;
+  ScratchVector<float> roi;  // 2 * rank: starts then ends (0 and 1 where not given)
 };
 
 bool IsNumeric(E t) {
@@ -154,8 +154,8 @@ Result<ResizeAttrs> ParseResize(const NodeContext& ctx) {
 int ScalesInput(const ResizeAttrs& a) { return a.version == 10 ? 1 : 2; }
 
 // Checks and expands what the inputs give (null: not given; an empty tensor counts as not given).
-Result<Request> MakeRequest(const ResizeAttrs& a, int64_t rank, const std::vector<float>* scales,
-                            const std::vector<int64_t>* sizes, const std::vector<float>* roi) {
+Result<Request> MakeRequest(const ResizeAttrs& a, int64_t rank, const ScratchVector<float>* scales,
+                            const Ints* sizes, const ScratchVector<float>* roi) {
   if (rank == 0) return InvalidArgument("Resize: the input must have at least one dim");
   Request q;
   if (!a.axes.empty()) {
@@ -234,8 +234,8 @@ float PolicyScale(const ResizeAttrs& a, const Request& q, std::span<const int64_
 }
 
 template <class D>
-Result<std::vector<D>> ResizeShape(const ResizeAttrs& a, const Request& q, std::span<const D> x) {
-  std::vector<D> out(x.begin(), x.end());
+Result<DimsOf<D>> ResizeShape(const ResizeAttrs& a, const Request& q, std::span<const D> x) {
+  DimsOf<D> out(x.begin(), x.end());
   const size_t n = q.axes.size();
   if (q.scales) {
     for (size_t j = 0; j < n; ++j) {
@@ -250,7 +250,7 @@ Result<std::vector<D>> ResizeShape(const ResizeAttrs& a, const Request& q, std::
     }
     return out;
   }
-  std::vector<int64_t> dims(n, -1);
+  Ints dims(n, -1);
   bool all_known = true;
   for (size_t j = 0; j < n; ++j) {
     const auto d = static_cast<size_t>(q.axes[j]);
@@ -288,9 +288,9 @@ Result<std::vector<D>> ResizeShape(const ResizeAttrs& a, const Request& q, std::
 }
 
 // The scale of every axis once the output shape is known (1 where not resized).
-std::vector<float> AxisScales(const ResizeAttrs& a, const Request& q, std::span<const int64_t> in,
-                              std::span<const int64_t> out) {
-  std::vector<float> scales(in.size(), 1.0f);
+ScratchVector<float> AxisScales(const ResizeAttrs& a, const Request& q, std::span<const int64_t> in,
+                                std::span<const int64_t> out) {
+  ScratchVector<float> scales(in.size(), 1.0f);
   if (q.scales) {
     for (size_t j = 0; j < q.axes.size(); ++j) {
       scales[static_cast<size_t>(q.axes[j])] = (*q.scales)[j];
@@ -298,7 +298,7 @@ std::vector<float> AxisScales(const ResizeAttrs& a, const Request& q, std::span<
     return scales;
   }
   if (a.policy != Policy::kStretch) {
-    std::vector<int64_t> dims;
+    Ints dims;
     for (int64_t d : q.axes) dims.push_back(in[static_cast<size_t>(d)]);
     const float scale = PolicyScale(a, q, dims);
     for (int64_t d : q.axes) scales[static_cast<size_t>(d)] = scale;
@@ -377,10 +377,10 @@ float Bounded(float x) {
 // For each output coordinate of one axis: its input taps (index, weight) and whether the
 // coordinate falls outside the input (tf_crop_and_resize's extrapolation).
 struct AxisTaps {
-  std::vector<size_t> begin;  // out + 1 offsets into index/weight
-  std::vector<int64_t> index;
-  std::vector<float> weight;
-  std::vector<bool> outside;
+  ScratchVector<size_t> begin;  // out + 1 offsets into index/weight
+  Ints index;
+  ScratchVector<float> weight;
+  ScratchVector<bool> outside;
 };
 
 struct AxisGeometry {
@@ -406,8 +406,8 @@ bool Outside(const ResizeAttrs& a, float x, int64_t in) {
   return a.coord == Coord::kTfCropAndResize && (x < 0 || x > static_cast<float>(in - 1));
 }
 
-std::vector<int64_t> NearestMap(const ResizeAttrs& a, const AxisGeometry& g) {
-  std::vector<int64_t> map(static_cast<size_t>(g.out));
+Ints NearestMap(const ResizeAttrs& a, const AxisGeometry& g) {
+  Ints map(static_cast<size_t>(g.out));
   for (int64_t o = 0; o < g.out; ++o) {
     if (g.scale == 1.0f) {
       map[static_cast<size_t>(o)] = std::min(o, g.in - 1);
@@ -467,7 +467,7 @@ AxisTaps MakeTaps(const ResizeAttrs& a, const AxisGeometry& g) {
       const int64_t xmax_cut = std::clamp<int64_t>(xmax_real, 0, g.in);
       const int64_t xmin = a.exclude_outside ? xmin_cut : xmin_real;
       const int64_t count = (a.exclude_outside ? xmax_cut : xmax_real) - xmin;
-      std::vector<float> w(static_cast<size_t>(std::max<int64_t>(count, 1)), 0.0f);
+      ScratchVector<float> w(static_cast<size_t>(std::max<int64_t>(count, 1)), 0.0f);
       float total = 0.0f;
       for (int64_t x = 0; x < count; ++x) {
         w[static_cast<size_t>(x)] = AntialiasFilter(
@@ -613,12 +613,12 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
                    std::byte* out) {
   using C = Acc<T>;
   const size_t rank = x.rank();
-  std::vector<int64_t> shape(x.shape().begin(), x.shape().end());
+  Ints shape(x.shape().begin(), x.shape().end());
   // The axes that change, shrinking ones first (so no intermediate exceeds the input or output).
   // As ONNX Runtime, an axis keeps its values when its scale is 1 and, with antialias, whenever
   // its size does not change (its coordinates still decide tf_crop_and_resize's extrapolation).
-  std::vector<size_t> order;
-  std::vector<std::vector<bool>> outside(rank);
+  ScratchVector<size_t> order;
+  ScratchVector<ScratchVector<bool>> outside(rank);
   for (size_t d = 0; d < rank; ++d) {
     const AxisGeometry& g = geometry[d];
     if (g.scale == 1.0f && g.in == g.out) continue;
@@ -719,9 +719,9 @@ Status Interpolate(const ResizeAttrs& a, RunContext& ctx, const Tensor& x,
 }
 
 // Reads the float values of a scales or roi input (null when absent).
-std::optional<std::vector<float>> FloatsOf(std::span<const Value* const> inputs, size_t i) {
+std::optional<ScratchVector<float>> FloatsOf(std::span<const Value* const> inputs, size_t i) {
   if (i >= inputs.size() || inputs[i] == nullptr) return std::nullopt;
-  std::vector<float> out;
+  ScratchVector<float> out;
   for (double v : ReadDoubles(inputs[i]->tensor())) out.push_back(static_cast<float>(v));
   return out;
 }
@@ -730,17 +730,20 @@ Status RunResize(const ResizeAttrs& a, RunContext& ctx, std::span<const Value* c
                  std::span<Value> outputs) {
   const Tensor& x = inputs[0]->tensor();
   const auto rank = static_cast<int64_t>(x.rank());
-  const std::optional<std::vector<float>> scales =
+  const std::optional<ScratchVector<float>> scales =
       FloatsOf(inputs, static_cast<size_t>(ScalesInput(a)));
-  std::optional<std::vector<float>> roi;
-  std::optional<std::vector<int64_t>> sizes;
+  std::optional<ScratchVector<float>> roi;
+  std::optional<Ints> sizes;
   if (a.version >= 11) {
     roi = FloatsOf(inputs, 1);
-    if (inputs.size() > 3 && inputs[3] != nullptr) sizes = ReadInt64s(inputs[3]->tensor());
+    if (inputs.size() > 3 && inputs[3] != nullptr) {
+      const Ints read = ReadInt64s(inputs[3]->tensor());
+      sizes.emplace(read.begin(), read.end());
+    }
   }
   IDEM_ASSIGN_OR_RETURN(Request q, MakeRequest(a, rank, scales ? &*scales : nullptr,
                                                sizes ? &*sizes : nullptr, roi ? &*roi : nullptr));
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> out_shape, ResizeShape<int64_t>(a, q, x.shape()));
+  IDEM_ASSIGN_OR_RETURN(Ints out_shape, ResizeShape<int64_t>(a, q, x.shape()));
   if (std::equal(out_shape.begin(), out_shape.end(), x.shape().begin(), x.shape().end())) {
     outputs[0] = *inputs[0];  // as ONNX Runtime: the same shape is the input itself
     return {};
@@ -751,8 +754,8 @@ Status RunResize(const ResizeAttrs& a, RunContext& ctx, std::span<const Value* c
                                        ModeName(a.mode), ElementTypeName(type)));
   }
   IDEM_ASSIGN_OR_RETURN(uint64_t count, axis_gather::CheckOutput(ctx, type, out_shape));
-  const std::vector<float> axis_scales = AxisScales(a, q, x.shape(), out_shape);
-  std::vector<AxisGeometry> geometry;
+  const ScratchVector<float> axis_scales = AxisScales(a, q, x.shape(), out_shape);
+  ScratchVector<AxisGeometry> geometry;
   for (int64_t d = 0; d < rank; ++d) {
     const float scale = axis_scales[static_cast<size_t>(d)];
     const int64_t out = out_shape[static_cast<size_t>(d)];
@@ -762,7 +765,7 @@ Status RunResize(const ResizeAttrs& a, RunContext& ctx, std::span<const Value* c
          q.scales ? scale * static_cast<float>(x.shape()[d]) : static_cast<float>(out)});
   }
   if (a.mode == Mode::kNearest || count == 0) {
-    std::vector<std::vector<int64_t>> maps;
+    ScratchVector<Ints> maps;
     if (count > 0) {
       for (const AxisGeometry& g : geometry) maps.push_back(NearestMap(a, g));
     }
@@ -805,23 +808,24 @@ Result<Inference> InferResize(const ResizeAttrs& a, const Facts& facts) {
   }
   const auto rank = static_cast<int64_t>(x->size());
   std::vector<Dim> unknown(x->size());
-  auto floats = [&](size_t i) -> std::optional<std::vector<float>> {
+  auto floats = [&](size_t i) -> std::optional<ScratchVector<float>> {
     const Value* v = facts.constant(i);
     if (v == nullptr || !v->is_tensor()) return std::nullopt;
-    std::vector<float> out;
+    ScratchVector<float> out;
     for (double d : ReadDoubles(v->tensor())) out.push_back(static_cast<float>(d));
     return out;
   };
   const auto scales_input = static_cast<size_t>(ScalesInput(a));
-  std::optional<std::vector<float>> scales, roi;
-  std::optional<std::vector<int64_t>> sizes;
+  std::optional<ScratchVector<float>> scales, roi;
+  std::optional<Ints> sizes;
   if (facts.has(scales_input)) {
     scales = floats(scales_input);
     if (!scales) return OneOutput(TensorType(type, unknown));
   }
   if (a.version >= 11 && facts.has(3)) {
-    sizes = facts.constant_ints(3);
-    if (!sizes) return OneOutput(TensorType(type, unknown));
+    const std::optional<std::vector<int64_t>> known = facts.constant_ints(3);
+    if (!known) return OneOutput(TensorType(type, unknown));
+    sizes.emplace(known->begin(), known->end());
   }
   if (a.version >= 11 && a.coord == Coord::kTfCropAndResize && facts.has(1)) {
     roi = floats(1);

@@ -23,6 +23,8 @@
 #include <array>
 #include <cmath>
 #include <memory>
+#include <string>
+#include <type_traits>
 
 #include "src/kernels/dispatch.h"
 #include "src/kernels/fast/packed_gemm.h"
@@ -221,6 +223,17 @@ Status ExpectDim(const LstmDims<D>& in, size_t input, size_t axis, std::optional
   return InvalidArgument(fmt::format("LSTM: input '{}' has dim {} = {}; it must be {} = {}",
                                      kInputNames[input], axis, *v, what, *expected));
 }
+// As above with the description made only when the check fails (it is formatted; every Run
+// checks).
+template <class D, class Describe>
+requires std::is_invocable_r_v<std::string, Describe> Status
+ExpectDim(const LstmDims<D>& in, size_t input, size_t axis, std::optional<int64_t> expected,
+          Describe&& describe) {
+  if (!in[input] || !expected) return Status();
+  const auto v = KnownDim((*in[input])[axis]);
+  if (!v || *v == *expected) return Status();
+  return ExpectDim(in, input, axis, expected, describe());
+}
 
 std::optional<int64_t> Times(std::optional<int64_t> v, int64_t k) {
   if (!v) return std::nullopt;
@@ -232,7 +245,7 @@ std::optional<int64_t> Times(std::optional<int64_t> v, int64_t k) {
 // The one shape rule: checks every given input against the others and gives the shapes of Y,
 // Y_h and Y_c.
 template <class D>
-Result<std::array<std::vector<D>, 3>> LstmShape(const LstmAttrs& a, const LstmDims<D>& in) {
+Result<std::array<DimsOf<D>, 3>> LstmShape(const LstmAttrs& a, const LstmDims<D>& in) {
   constexpr size_t kRank[] = {3, 3, 3, 2, 1, 3, 3, 2};
   constexpr const char* kLayout[] = {"[seq_length, batch_size, input_size]",
                                      "[num_directions, 4*hidden_size, input_size]",
@@ -260,19 +273,22 @@ Result<std::array<std::vector<D>, 3>> LstmShape(const LstmAttrs& a, const LstmDi
   const size_t state_dir_axis = a.batch_major ? 1 : 0, state_batch_axis = a.batch_major ? 0 : 1;
   const std::optional<int64_t> hidden = a.hidden_size ? a.hidden_size : dim(kR, 2);
   const std::optional<int64_t> dirs = a.directions;
-  const std::string hs = a.hidden_size ? fmt::format("hidden_size {}", *a.hidden_size)
-                                       : std::string("hidden_size (R's dim 2)");
+  auto hs = [&a]() -> std::string {
+    return a.hidden_size ? fmt::format("hidden_size {}", *a.hidden_size)
+                         : std::string("hidden_size (R's dim 2)");
+  };
+  auto times_hs = [&hs](int k) { return [&hs, k] { return fmt::format("{} * {}", k, hs()); }; };
   // W must match hidden_size: the file's two statements of the same size.
   IDEM_RETURN_IF_ERROR(ExpectDim(in, kW, 0, dirs, "num_directions"));
-  IDEM_RETURN_IF_ERROR(ExpectDim(in, kW, 1, Times(hidden, 4), "4 * " + hs));
+  IDEM_RETURN_IF_ERROR(ExpectDim(in, kW, 1, Times(hidden, 4), times_hs(4)));
   IDEM_RETURN_IF_ERROR(ExpectDim(in, kW, 2, dim(kX, 2), "X's input_size"));
   IDEM_RETURN_IF_ERROR(ExpectDim(in, kR, 0, dirs, "num_directions"));
-  IDEM_RETURN_IF_ERROR(ExpectDim(in, kR, 1, Times(hidden, 4), "4 * " + hs));
+  IDEM_RETURN_IF_ERROR(ExpectDim(in, kR, 1, Times(hidden, 4), times_hs(4)));
   IDEM_RETURN_IF_ERROR(ExpectDim(in, kR, 2, hidden, hs));
   IDEM_RETURN_IF_ERROR(ExpectDim(in, kB, 0, dirs, "num_directions"));
-  IDEM_RETURN_IF_ERROR(ExpectDim(in, kB, 1, Times(hidden, 8), "8 * " + hs));
+  IDEM_RETURN_IF_ERROR(ExpectDim(in, kB, 1, Times(hidden, 8), times_hs(8)));
   IDEM_RETURN_IF_ERROR(ExpectDim(in, kP, 0, dirs, "num_directions"));
-  IDEM_RETURN_IF_ERROR(ExpectDim(in, kP, 1, Times(hidden, 3), "3 * " + hs));
+  IDEM_RETURN_IF_ERROR(ExpectDim(in, kP, 1, Times(hidden, 3), times_hs(3)));
   IDEM_RETURN_IF_ERROR(ExpectDim(in, kSeqLens, 0, dim(kX, batch_axis), "X's batch_size"));
   for (size_t s : {kInitialH, kInitialC}) {
     IDEM_RETURN_IF_ERROR(ExpectDim(in, s, state_dir_axis, dirs, "num_directions"));
@@ -282,9 +298,9 @@ Result<std::array<std::vector<D>, 3>> LstmShape(const LstmAttrs& a, const LstmDi
   const D seq = in[kX] ? (*in[kX])[seq_axis] : MakeDim<D>(std::nullopt);
   const D batch = in[kX] ? (*in[kX])[batch_axis] : MakeDim<D>(std::nullopt);
   const D h = MakeDim<D>(hidden), nd = MakeDim<D>(dirs);
-  std::array<std::vector<D>, 3> out;
-  out[0] = a.batch_major ? std::vector<D>{batch, seq, nd, h} : std::vector<D>{seq, nd, batch, h};
-  out[1] = a.batch_major ? std::vector<D>{batch, nd, h} : std::vector<D>{nd, batch, h};
+  std::array<DimsOf<D>, 3> out;
+  out[0] = a.batch_major ? DimsOf<D>{batch, seq, nd, h} : DimsOf<D>{seq, nd, batch, h};
+  out[1] = a.batch_major ? DimsOf<D>{batch, nd, h} : DimsOf<D>{nd, batch, h};
   out[2] = out[1];
   return out;
 }
@@ -399,7 +415,7 @@ class LstmKernel final : public Kernel {
     // sequence_lens: each row's length, in [0, seq_length]. An empty X (input_size 0) may have
     // a huge batch: its lengths are scratch, checked against the budget like the outputs.
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(batch) * sizeof(int64_t)));
-    std::vector<int64_t> lengths(static_cast<size_t>(batch), seq);
+    Ints lengths(static_cast<size_t>(batch), seq);
     if (const Tensor* sl = tensor(kSeqLens)) {
       const auto v = sl->data_as<int32_t>();
       for (int64_t b = 0; b < batch; ++b) {
@@ -608,7 +624,7 @@ class FastLstmKernel final : public Kernel {
     const int64_t batch = x.shape()[a_.batch_major ? 0 : 1];
     const int64_t dirs = a_.directions;
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(batch) * sizeof(int64_t)));
-    std::vector<int64_t> lengths(static_cast<size_t>(batch), seq);
+    Ints lengths(static_cast<size_t>(batch), seq);
     if (const Tensor* sl = tensor(kSeqLens)) {
       const auto v = sl->data_as<int32_t>();
       for (int64_t b = 0; b < batch; ++b) {

@@ -48,7 +48,7 @@ Result<ShapeAttrs> ParseShape(const NodeContext& ctx) {
 // The dims Shape reports: [start, end) after adding the rank to negative axes and clamping both
 // to [0, rank] (an empty range when start >= end).
 template <class D>
-std::vector<D> ShapeDims(const ShapeAttrs& a, std::span<const D> in) {
+DimsOf<D> ShapeDims(const ShapeAttrs& a, std::span<const D> in) {
   const auto rank = static_cast<int64_t>(in.size());
   auto clamp = [rank](int64_t axis) {
     if (axis < 0) axis = axis < -rank ? 0 : axis + rank;
@@ -57,7 +57,7 @@ std::vector<D> ShapeDims(const ShapeAttrs& a, std::span<const D> in) {
   const int64_t start = clamp(a.start);
   const int64_t end = a.end ? clamp(*a.end) : rank;
   if (start >= end) return {};
-  return std::vector<D>(in.begin() + start, in.begin() + end);
+  return DimsOf<D>(in.begin() + start, in.begin() + end);
 }
 
 Result<Inference> InferShape(const ShapeAttrs& a, const Facts& facts) {
@@ -72,17 +72,17 @@ Result<Inference> InferShape(const ShapeAttrs& a, const Facts& facts) {
     if (!d.value) return inf;
     values.push_back(*d.value);
   }
-  IDEM_ASSIGN_OR_RETURN(
-      Value v, tensor_util::MakeInt64Tensor({static_cast<int64_t>(values.size())}, values));
+  const auto length = static_cast<int64_t>(values.size());
+  IDEM_ASSIGN_OR_RETURN(Value v, tensor_util::MakeInt64Tensor(std::span(&length, 1), values));
   inf.values.push_back(std::move(v));
   return inf;
 }
 
 Status RunShape(const ShapeAttrs& a, RunContext&, std::span<const Value* const> inputs,
                 std::span<Value> outputs) {
-  const std::vector<int64_t> dims = ShapeDims<int64_t>(a, inputs[0]->tensor().shape());
-  IDEM_ASSIGN_OR_RETURN(outputs[0],
-                        tensor_util::MakeInt64Tensor({static_cast<int64_t>(dims.size())}, dims));
+  const Ints dims = ShapeDims<int64_t>(a, inputs[0]->tensor().shape());
+  const auto length = static_cast<int64_t>(dims.size());
+  IDEM_ASSIGN_OR_RETURN(outputs[0], tensor_util::MakeInt64Tensor(std::span(&length, 1), dims));
   return {};
 }
 
@@ -122,12 +122,12 @@ Result<UnsqueezeAttrs> ParseUnsqueeze(const NodeContext& ctx) {
 
 // The input's dims with a 1 inserted at each axis (axes index the output, of rank r + n).
 template <class D>
-Result<std::vector<D>> UnsqueezeShape(std::span<const D> in, std::span<const int64_t> axes) {
+Result<DimsOf<D>> UnsqueezeShape(std::span<const D> in, std::span<const int64_t> axes) {
   const auto rank = static_cast<int64_t>(in.size() + axes.size());
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> normalized, NormalizeAxes(axes, rank, "axis"));
-  std::vector<bool> inserted(static_cast<size_t>(rank), false);
+  IDEM_ASSIGN_OR_RETURN(Ints normalized, NormalizeAxes(axes, rank, "axis"));
+  ScratchVector<bool> inserted(static_cast<size_t>(rank), false);
   for (int64_t axis : normalized) inserted[static_cast<size_t>(axis)] = true;
-  std::vector<D> out;
+  DimsOf<D> out;
   size_t next = 0;
   for (int64_t i = 0; i < rank; ++i) {
     out.push_back(inserted[static_cast<size_t>(i)] ? MakeDim<D>(1) : in[next++]);
@@ -160,13 +160,15 @@ Result<Inference> InferUnsqueeze(const UnsqueezeAttrs& a, const Facts& facts) {
 Status RunUnsqueeze(const UnsqueezeAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
                     std::span<Value> outputs) {
   const Tensor& t = inputs[0]->tensor();
-  std::vector<int64_t> axes;
+  Ints read;
+  std::span<const int64_t> axes;
   if (a.axes) {
     axes = *a.axes;
   } else {
-    IDEM_ASSIGN_OR_RETURN(axes, ReadIntVector(inputs[1]->tensor(), "axes", true));
+    IDEM_ASSIGN_OR_RETURN(read, ReadIntVector(inputs[1]->tensor(), "axes", true));
+    axes = read;
   }
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, UnsqueezeShape<int64_t>(t.shape(), axes));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, UnsqueezeShape<int64_t>(t.shape(), axes));
   if (shape.size() > ctx.limits().max_rank) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("an output of rank {} exceeds max_rank {}", shape.size(),
@@ -199,8 +201,8 @@ KernelSchema UnsqueezeSchema(int version) {
 
 // What selects the slice: Slice-1's attributes, or the inputs of later versions.
 struct SliceParams {
-  std::vector<int64_t> starts, ends;
-  std::optional<std::vector<int64_t>> axes, steps;
+  Ints starts, ends;
+  std::optional<Ints> axes, steps;
 };
 
 struct SliceAttrs {
@@ -212,10 +214,13 @@ Result<SliceAttrs> ParseSlice(const NodeContext& ctx) {
   if (ctx.version > 1) return a;
   AttrReader r(ctx.node);
   SliceParams p;
-  IDEM_ASSIGN_OR_RETURN(p.starts, r.Ints("starts"));
-  IDEM_ASSIGN_OR_RETURN(p.ends, r.Ints("ends"));
+  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> starts, r.Ints("starts"));
+  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> ends, r.Ints("ends"));
+  p.starts.assign(starts.begin(), starts.end());
+  p.ends.assign(ends.begin(), ends.end());
   if (r.has("axes")) {
-    IDEM_ASSIGN_OR_RETURN(p.axes, r.Ints("axes"));
+    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> axes, r.Ints("axes"));
+    p.axes.emplace(axes.begin(), axes.end());
   }
   if (p.ends.size() != p.starts.size() || (p.axes && p.axes->size() != p.starts.size())) {
     return InvalidModel("attributes 'starts', 'ends' and 'axes' must have one length");
@@ -227,8 +232,8 @@ Result<SliceAttrs> ParseSlice(const NodeContext& ctx) {
 // The output's dims, and per input dim the first element taken and the step.
 template <class D>
 struct SliceGeometry {
-  std::vector<D> dims;
-  std::vector<int64_t> begin, step;
+  DimsOf<D> dims;
+  Ints begin, step;
 };
 
 // The spec's rule (Slice-13's text, which the earlier versions share): negative starts and ends
@@ -244,7 +249,7 @@ Result<SliceGeometry<D>> SliceShape(std::span<const D> in, const SliceParams& p)
                     p.ends.size(), p.axes ? p.axes->size() : n, p.steps ? p.steps->size() : n));
   }
   const auto rank = static_cast<int64_t>(in.size());
-  std::vector<int64_t> axes;
+  Ints axes;
   if (p.axes) {
     IDEM_ASSIGN_OR_RETURN(axes, NormalizeAxes(*p.axes, rank, "axis"));
   } else {
@@ -303,10 +308,10 @@ Result<SliceGeometry<D>> SliceShape(std::span<const D> in, const SliceParams& p)
   return g;
 }
 
-Result<std::optional<std::vector<int64_t>>> SliceInput(const Value* v, std::string_view name) {
-  if (v == nullptr) return std::optional<std::vector<int64_t>>();
-  IDEM_ASSIGN_OR_RETURN(auto ints, ReadIntVector(v->tensor(), name));
-  return std::optional<std::vector<int64_t>>(std::move(ints));
+Result<std::optional<Ints>> SliceInput(const Value* v, std::string_view name) {
+  if (v == nullptr) return std::optional<Ints>();
+  IDEM_ASSIGN_OR_RETURN(Ints ints, ReadIntVector(v->tensor(), name));
+  return std::optional<Ints>(std::move(ints));
 }
 
 // The params from the inputs (null entries: omitted axes or steps).
@@ -351,7 +356,7 @@ Result<Inference> InferSlice(const SliceAttrs& a, const Facts& facts) {
   }
   DimList dims(in.size());
   if (axes) {
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> normalized,
+    IDEM_ASSIGN_OR_RETURN(Ints normalized,
                           NormalizeAxes(*axes, static_cast<int64_t>(in.size()), "axis"));
     dims = in;
     for (int64_t axis : normalized) dims[static_cast<size_t>(axis)] = Dim{};
@@ -381,15 +386,17 @@ Status RunSlice(const SliceAttrs& a, RunContext& ctx, std::span<const Value* con
   if (count == 0 || t.element_count() == 0) {
     // Nothing to gather (the input may be empty with huge dims, [0, 2^60, 4]).
     if (t.element_type() == E::kString) {
-      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(std::move(g.dims), {}));
+      IDEM_ASSIGN_OR_RETURN(
+          outputs[0],
+          Value::MakeStringTensor(std::vector<int64_t>(g.dims.begin(), g.dims.end()), {}));
     } else {
       IDEM_ASSIGN_OR_RETURN(outputs[0],
-                            Value::MakeTensor(t.element_type(), std::move(g.dims), Buffer()));
+                            Value::MakeTensorFromDims(t.element_type(), g.dims, Buffer()));
     }
     return {};
   }
-  const std::vector<int64_t> in_strides = RowMajorStrides(shape);
-  std::vector<int64_t> strides(rank);
+  const Ints in_strides = RowMajorStrides(shape);
+  Ints strides(rank);
   int64_t offset = 0;
   for (size_t d = 0; d < rank; ++d) {
     offset += g.begin[d] * in_strides[d];
@@ -407,10 +414,10 @@ Status RunSlice(const SliceAttrs& a, RunContext& ctx, std::span<const Value* con
   }
   if (contiguous) {
     const auto size = static_cast<size_t>(bits / 8);
-    IDEM_ASSIGN_OR_RETURN(outputs[0],
-                          Value::MakeTensor(t.element_type(), std::move(g.dims),
-                                            t.data().Slice(static_cast<size_t>(offset) * size,
-                                                           static_cast<size_t>(count) * size)));
+    IDEM_ASSIGN_OR_RETURN(
+        outputs[0], Value::MakeTensorFromDims(t.element_type(), g.dims,
+                                              t.data().Slice(static_cast<size_t>(offset) * size,
+                                                             static_cast<size_t>(count) * size)));
     return {};
   }
   IDEM_ASSIGN_OR_RETURN(outputs[0], StridedCopy(ctx, t, g.dims, strides, offset));

@@ -32,10 +32,10 @@ Result<SoftmaxAttrs> ParseSoftmax(const NodeContext& ctx) {
 
 // The one shape rule: the output has the input's shape; the axis must be in [-r, r-1].
 template <class D>
-Result<std::vector<D>> SoftmaxShape(const SoftmaxAttrs& a, std::span<const D> x) {
+Result<DimsOf<D>> SoftmaxShape(const SoftmaxAttrs& a, std::span<const D> x) {
   IDEM_RETURN_IF_ERROR(
       NormalizeAxis(a.axis, static_cast<int64_t>(x.size()), "Softmax attribute 'axis'").status());
-  return std::vector<D>(x.begin(), x.end());
+  return DimsOf<D>(x.begin(), x.end());
 }
 
 Result<Inference> InferSoftmax(const SoftmaxAttrs& a, const Facts& facts) {
@@ -49,7 +49,7 @@ template <class T>
 Status RunSoftmax(const SoftmaxAttrs& a, RunContext& ctx, const Tensor& x, Value& output) {
   using C = ComputeType<T>;
   const auto xs = x.shape();
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> ys, SoftmaxShape<int64_t>(a, xs));
+  IDEM_ASSIGN_OR_RETURN(Ints ys, SoftmaxShape<int64_t>(a, xs));
   std::byte* y = nullptr;
   IDEM_ASSIGN_OR_RETURN(output, AllocateTensor(ctx, x.element_type(), ys, &y));
   if (x.element_count() == 0) return Status();

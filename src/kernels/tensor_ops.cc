@@ -82,11 +82,11 @@ Result<ConcatAttrs> ParseConcat(const NodeContext& ctx) {
 // The other dims must agree; the axis dims add up. While planning, a dim known in one input and
 // unknown in another is the known one.
 template <class D>
-Result<std::vector<D>> ConcatShape(const ConcatAttrs& a, std::span<const std::span<const D>> in) {
+Result<DimsOf<D>> ConcatShape(const ConcatAttrs& a, std::span<const std::span<const D>> in) {
   const auto rank = static_cast<int64_t>(in[0].size());
   if (rank == 0) return InvalidArgument("Concat's inputs must have rank >= 1; input 0 is a scalar");
   IDEM_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(a.axis, rank, "attribute 'axis'"));
-  std::vector<D> out(in[0].begin(), in[0].end());
+  DimsOf<D> out(in[0].begin(), in[0].end());
   std::optional<int64_t> total = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     if (static_cast<int64_t>(in[i].size()) != rank) {
@@ -143,7 +143,7 @@ Status RunConcat(const ConcatAttrs& a, RunContext& ctx, std::span<const Value* c
                  std::span<Value> outputs) {
   const Tensor& first = inputs[0]->tensor();
   const ElementType type = first.element_type();
-  std::vector<std::span<const int64_t>> shapes;
+  ScratchVector<std::span<const int64_t>> shapes;
   uint64_t string_bytes = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i]->tensor();
@@ -154,7 +154,7 @@ Status RunConcat(const ConcatAttrs& a, RunContext& ctx, std::span<const Value* c
     shapes.push_back(t.shape());
     string_bytes += t.string_bytes();
   }
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ConcatShape<int64_t>(a, shapes));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, ConcatShape<int64_t>(a, shapes));
   if (inputs.size() == 1) {
     IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, first, shape));
     return {};
@@ -169,9 +169,10 @@ Status RunConcat(const ConcatAttrs& a, RunContext& ctx, std::span<const Value* c
   }
   if (count == 0) {
     if (type == E::kString) {
-      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(std::move(shape), {}));
+      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(
+                                            std::vector<int64_t>(shape.begin(), shape.end()), {}));
     } else {
-      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(type, std::move(shape), Buffer()));
+      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensorFromDims(type, shape, Buffer()));
     }
     return {};
   }
@@ -190,7 +191,8 @@ Status RunConcat(const ConcatAttrs& a, RunContext& ctx, std::span<const Value* c
       }
     }
     IDEM_ASSIGN_OR_RETURN(outputs[0],
-                          Value::MakeStringTensor(std::move(shape), std::move(strings)));
+                          Value::MakeStringTensor(std::vector<int64_t>(shape.begin(), shape.end()),
+                                                  std::move(strings)));
     return {};
   }
   std::byte* out = nullptr;
@@ -287,8 +289,8 @@ Result<ConstantOfShapeAttrs> ParseConstantOfShape(const NodeContext& ctx) {
 
 // The output dims from the shape input's values: each must be >= 0.
 template <class D>
-Result<std::vector<D>> ConstantOfShapeDims(std::span<const int64_t> shape) {
-  std::vector<D> out;
+Result<DimsOf<D>> ConstantOfShapeDims(std::span<const int64_t> shape) {
+  DimsOf<D> out;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
       return InvalidArgument(
@@ -315,11 +317,11 @@ Result<Inference> InferConstantOfShape(const ConstantOfShapeAttrs& a, const Fact
 
 Status RunConstantOfShape(const ConstantOfShapeAttrs& a, RunContext& ctx,
                           std::span<const Value* const> inputs, std::span<Value> outputs) {
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> values, ReadIntVector(inputs[0]->tensor(), "input"));
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, ConstantOfShapeDims<int64_t>(values));
+  IDEM_ASSIGN_OR_RETURN(Ints values, ReadIntVector(inputs[0]->tensor(), "input"));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, ConstantOfShapeDims<int64_t>(values));
   IDEM_RETURN_IF_ERROR(CheckRank(ctx.limits(), shape.size()));
   if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
-    IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(a.type, std::move(shape), Buffer()));
+    IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensorFromDims(a.type, shape, Buffer()));
     return {};
   }
   std::byte* out = nullptr;
@@ -392,7 +394,7 @@ Result<FlattenAttrs> ParseFlatten(const NodeContext& ctx) {
 }
 
 template <class D>
-Result<std::vector<D>> FlattenShape(const FlattenAttrs& a, std::span<const D> in) {
+Result<DimsOf<D>> FlattenShape(const FlattenAttrs& a, std::span<const D> in) {
   const auto rank = static_cast<int64_t>(in.size());
   // An axis in [-r, r]; a negative one counts from the back (-1 is r - 1, as numpy's).
   if (a.axis < -rank || a.axis > rank) {
@@ -403,7 +405,7 @@ Result<std::vector<D>> FlattenShape(const FlattenAttrs& a, std::span<const D> in
   const auto split = static_cast<size_t>(axis);
   IDEM_ASSIGN_OR_RETURN(D outer, ProductDim<D>(in.subspan(0, split)));
   IDEM_ASSIGN_OR_RETURN(D inner, ProductDim<D>(in.subspan(split)));
-  return std::vector<D>{outer, inner};
+  return DimsOf<D>{outer, inner};
 }
 
 Result<Inference> InferFlatten(const FlattenAttrs& a, const Facts& facts) {
@@ -431,8 +433,7 @@ KernelSchema FlattenSchema(int version) {
             [](const FlattenAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
                std::span<Value> outputs) -> Status {
               const Tensor& t = inputs[0]->tensor();
-              IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                                    FlattenShape<int64_t>(a, t.shape()));
+              IDEM_ASSIGN_OR_RETURN(Ints shape, FlattenShape<int64_t>(a, t.shape()));
               IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, shape));
               return Status();
             });
@@ -455,12 +456,12 @@ Result<GatherAttrs> ParseGather(const NodeContext& ctx) {
 
 // data[:axis] + indices + data[axis+1:].
 template <class D>
-Result<std::vector<D>> GatherShape(const GatherAttrs& a, std::span<const D> data,
-                                   std::span<const D> indices) {
+Result<DimsOf<D>> GatherShape(const GatherAttrs& a, std::span<const D> data,
+                              std::span<const D> indices) {
   const auto rank = static_cast<int64_t>(data.size());
   if (rank == 0) return InvalidArgument("Gather's data must have rank >= 1; it is a scalar");
   IDEM_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(a.axis, rank, "attribute 'axis'"));
-  std::vector<D> out(data.begin(), data.begin() + axis);
+  DimsOf<D> out(data.begin(), data.begin() + axis);
   out.insert(out.end(), indices.begin(), indices.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
   return out;
@@ -500,13 +501,12 @@ Status RunGather(const GatherAttrs& a, RunContext& ctx, std::span<const Value* c
                  std::span<Value> outputs) {
   const Tensor& data = inputs[0]->tensor();
   const Tensor& index_tensor = inputs[1]->tensor();
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                        GatherShape<int64_t>(a, data.shape(), index_tensor.shape()));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, GatherShape<int64_t>(a, data.shape(), index_tensor.shape()));
   IDEM_RETURN_IF_ERROR(CheckRank(ctx.limits(), shape.size()));
   const auto axis =
       static_cast<size_t>(a.axis < 0 ? a.axis + static_cast<int64_t>(data.rank()) : a.axis);
   const int64_t extent = data.shape()[axis];
-  std::vector<int64_t> indices = ReadInt64s(index_tensor);
+  Ints indices = ReadInt64s(index_tensor);
   IDEM_RETURN_IF_ERROR(CheckGatherIndices(indices, static_cast<int64_t>(axis), extent));
   for (int64_t& i : indices) {
     if (i < 0) i += extent;
@@ -518,9 +518,10 @@ Status RunGather(const GatherAttrs& a, RunContext& ctx, std::span<const Value* c
   if (outer == 0 || inner == 0 || indices.empty()) {
     // Nothing to copy (the other dims may be huge: [0, 2^60] is a valid empty tensor).
     if (type == E::kString) {
-      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(std::move(shape), {}));
+      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeStringTensor(
+                                            std::vector<int64_t>(shape.begin(), shape.end()), {}));
     } else {
-      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensor(type, std::move(shape), Buffer()));
+      IDEM_ASSIGN_OR_RETURN(outputs[0], Value::MakeTensorFromDims(type, shape, Buffer()));
     }
     return {};
   }
@@ -555,7 +556,8 @@ Status RunGather(const GatherAttrs& a, RunContext& ctx, std::span<const Value* c
       }
     }
     IDEM_ASSIGN_OR_RETURN(outputs[0],
-                          Value::MakeStringTensor(std::move(shape), std::move(strings)));
+                          Value::MakeStringTensor(std::vector<int64_t>(shape.begin(), shape.end()),
+                                                  std::move(strings)));
     return {};
   }
   // Gather's types are whole bytes (no sub-byte types in any version).
@@ -565,7 +567,7 @@ Status RunGather(const GatherAttrs& a, RunContext& ctx, std::span<const Value* c
     // One contiguous block: share the input's bytes.
     const uint64_t at = static_cast<uint64_t>(indices[0]) * block;
     IDEM_ASSIGN_OR_RETURN(outputs[0],
-                          Value::MakeTensor(type, std::move(shape), data.data().Slice(at, block)));
+                          Value::MakeTensorFromDims(type, shape, data.data().Slice(at, block)));
     return {};
   }
   std::byte* out = nullptr;
@@ -623,9 +625,9 @@ Result<ReshapeAttrs> ParseReshape(const NodeContext& ctx) {
 // the element count leaves). While planning, symbolic dims that appear on both sides cancel, so
 // [N, 3, 4] -> [0, -1] gives [N, 12].
 template <class D>
-Result<std::vector<D>> ReshapeShape(const ReshapeAttrs& a, std::span<const D> in,
-                                    std::span<const int64_t> shape) {
-  std::vector<D> out;
+Result<DimsOf<D>> ReshapeShape(const ReshapeAttrs& a, std::span<const D> in,
+                               std::span<const int64_t> shape) {
+  DimsOf<D> out;
   std::optional<size_t> infer;
   bool has_zero = false;
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -659,7 +661,7 @@ Result<std::vector<D>> ReshapeShape(const ReshapeAttrs& a, std::span<const D> in
     return InvalidArgument("with allowzero = 1 the shape may not hold both 0 and -1");
   }
   // Symbolic dims on both sides cancel (never at run time, where every dim is known).
-  std::vector<bool> in_used(in.size(), false), out_used(out.size(), false);
+  ScratchVector<bool> in_used(in.size(), false), out_used(out.size(), false);
   if (infer) out_used[*infer] = true;
   for (size_t o = 0; o < out.size(); ++o) {
     if (out_used[o] || KnownDim(out[o])) continue;
@@ -739,13 +741,15 @@ Result<Inference> InferReshape(const ReshapeAttrs& a, const Facts& facts) {
 Status RunReshape(const ReshapeAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
                   std::span<Value> outputs) {
   const Tensor& t = inputs[0]->tensor();
-  std::vector<int64_t> shape;
+  Ints read;
+  std::span<const int64_t> shape;
   if (a.shape) {
     shape = *a.shape;
   } else {
-    IDEM_ASSIGN_OR_RETURN(shape, ReadIntVector(inputs[1]->tensor(), "shape"));
+    IDEM_ASSIGN_OR_RETURN(read, ReadIntVector(inputs[1]->tensor(), "shape"));
+    shape = read;
   }
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ReshapeShape<int64_t>(a, t.shape(), shape));
+  IDEM_ASSIGN_OR_RETURN(Ints dims, ReshapeShape<int64_t>(a, t.shape(), shape));
   IDEM_RETURN_IF_ERROR(CheckRank(ctx.limits(), dims.size()));
   IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, dims));
   return {};
@@ -872,10 +876,10 @@ Result<SplitAttrs> ParseSplit(const NodeContext& ctx) {
 }
 
 // The sizes of the parts along the axis of size `dim` (nullopt while planning when unknown).
-Result<std::vector<std::optional<int64_t>>> SplitSizes(
-    const SplitAttrs& a, std::optional<int64_t> dim,
-    const std::optional<std::vector<int64_t>>& given) {
-  std::vector<std::optional<int64_t>> sizes;
+Result<ScratchVector<std::optional<int64_t>>> SplitSizes(const SplitAttrs& a,
+                                                         std::optional<int64_t> dim,
+                                                         const std::optional<Ints>& given) {
+  ScratchVector<std::optional<int64_t>> sizes;
   if (given) {
     if (given->size() != a.outputs) {
       return InvalidArgument(
@@ -899,7 +903,7 @@ Result<std::vector<std::optional<int64_t>>> SplitSizes(
     return sizes;
   }
   const auto n = static_cast<int64_t>(a.outputs);
-  if (!dim) return std::vector<std::optional<int64_t>>(a.outputs);
+  if (!dim) return ScratchVector<std::optional<int64_t>>(a.outputs);
   if (a.num_outputs) {
     // Split-18: parts of ceil(dim / n), the last one smaller.
     const int64_t chunk = *dim / n + (*dim % n != 0 ? 1 : 0);
@@ -924,15 +928,15 @@ Result<std::vector<std::optional<int64_t>>> SplitSizes(
 
 // The outputs' shapes: the input's with the axis dim replaced by each part's size.
 template <class D>
-Result<std::vector<std::vector<D>>> SplitShapes(const SplitAttrs& a, std::span<const D> in,
-                                                const std::optional<std::vector<int64_t>>& given) {
+Result<ScratchVector<DimsOf<D>>> SplitShapes(const SplitAttrs& a, std::span<const D> in,
+                                             const std::optional<Ints>& given) {
   const auto rank = static_cast<int64_t>(in.size());
   if (rank == 0) return InvalidArgument("Split's input must have rank >= 1; it is a scalar");
   IDEM_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(a.axis, rank, "attribute 'axis'"));
   IDEM_ASSIGN_OR_RETURN(auto sizes, SplitSizes(a, KnownDim(in[static_cast<size_t>(axis)]), given));
-  std::vector<std::vector<D>> out;
+  ScratchVector<DimsOf<D>> out;
   for (const auto& size : sizes) {
-    std::vector<D> dims(in.begin(), in.end());
+    DimsOf<D> dims(in.begin(), in.end());
     dims[static_cast<size_t>(axis)] = MakeDim<D>(size);
     out.push_back(std::move(dims));
   }
@@ -952,24 +956,23 @@ Result<std::vector<int64_t>> ReadFloatSizes(const Tensor& t) {
   return out;
 }
 
-Result<std::optional<std::vector<int64_t>>> GivenSplit(const SplitAttrs& a,
-                                                       const Value* split_input) {
-  if (a.split) return a.split;
-  if (split_input == nullptr) return std::optional<std::vector<int64_t>>();
+Result<std::optional<Ints>> GivenSplit(const SplitAttrs& a, const Value* split_input) {
+  if (a.split) return std::optional<Ints>(std::in_place, a.split->begin(), a.split->end());
+  if (split_input == nullptr) return std::optional<Ints>();
   const Tensor& t = split_input->tensor();
   if (a.version == 1) {
     IDEM_ASSIGN_OR_RETURN(auto sizes, ReadFloatSizes(t));
-    return std::optional<std::vector<int64_t>>(std::move(sizes));
+    return std::optional<Ints>(std::in_place, sizes.begin(), sizes.end());
   }
-  IDEM_ASSIGN_OR_RETURN(auto sizes, ReadIntVector(t, "split"));
-  return std::optional<std::vector<int64_t>>(std::move(sizes));
+  IDEM_ASSIGN_OR_RETURN(Ints sizes, ReadIntVector(t, "split"));
+  return std::optional<Ints>(std::move(sizes));
 }
 
 Result<Inference> InferSplit(const SplitAttrs& a, const Facts& facts) {
   const ElementType type = facts.element_type(0);
   const bool split_input = facts.has(1);
   const Value* constant = facts.constant(1);
-  std::optional<std::vector<int64_t>> given;
+  std::optional<Ints> given;
   if (!split_input || constant != nullptr) {
     IDEM_ASSIGN_OR_RETURN(given, GivenSplit(a, constant));
   }
@@ -999,7 +1002,7 @@ Status RunSplit(const SplitAttrs& a, RunContext& ctx, std::span<const Value* con
   IDEM_ASSIGN_OR_RETURN(auto shapes, SplitShapes<int64_t>(a, t.shape(), given));
   const auto axis =
       static_cast<size_t>(a.axis < 0 ? a.axis + static_cast<int64_t>(t.rank()) : a.axis);
-  const std::vector<int64_t> strides = RowMajorStrides(t.shape());
+  const Ints strides = RowMajorStrides(t.shape());
   bool outer_one = true;
   for (size_t d = 0; d < axis; ++d) outer_one = outer_one && t.shape()[d] == 1;
   const int bits = ElementBits(t.element_type());
@@ -1011,12 +1014,12 @@ Status RunSplit(const SplitAttrs& a, RunContext& ctx, std::span<const Value* con
     if (outer_one && t.element_type() != E::kString && bits % 8 == 0) {
       // A contiguous run of the input: share its bytes.
       const auto size = static_cast<size_t>(bits / 8);
-      IDEM_ASSIGN_OR_RETURN(
-          outputs[o],
-          Value::MakeTensor(t.element_type(), std::move(shapes[o]),
-                            count == 0 ? Buffer()
-                                       : t.data().Slice(static_cast<size_t>(offset) * size,
-                                                        static_cast<size_t>(count) * size)));
+      IDEM_ASSIGN_OR_RETURN(outputs[o],
+                            Value::MakeTensorFromDims(
+                                t.element_type(), shapes[o],
+                                count == 0 ? Buffer()
+                                           : t.data().Slice(static_cast<size_t>(offset) * size,
+                                                            static_cast<size_t>(count) * size)));
     } else {
       IDEM_ASSIGN_OR_RETURN(outputs[o], StridedCopy(ctx, t, shapes[o], strides, offset));
     }
@@ -1070,12 +1073,12 @@ Result<SqueezeAttrs> ParseSqueeze(const NodeContext& ctx) {
 // given. An empty axes list counts as none given, as in ONNX Runtime. While planning, an unknown
 // dim named in axes counts as 1; without axes, an unknown dim leaves the rank unknown (nullopt).
 template <class D>
-Result<std::optional<std::vector<D>>> SqueezeShape(
-    std::span<const D> in, const std::optional<std::vector<int64_t>>& axes) {
+Result<std::optional<DimsOf<D>>> SqueezeShape(std::span<const D> in,
+                                              const std::optional<Ints>& axes) {
   const auto rank = static_cast<int64_t>(in.size());
-  std::vector<bool> drop(in.size(), false);
+  ScratchVector<bool> drop(in.size(), false);
   if (axes && !axes->empty()) {
-    IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> normalized, NormalizeAxes(*axes, rank, "axis"));
+    IDEM_ASSIGN_OR_RETURN(Ints normalized, NormalizeAxes(*axes, rank, "axis"));
     for (int64_t axis : normalized) {
       auto v = KnownDim(in[static_cast<size_t>(axis)]);
       if (v && *v != 1) {
@@ -1087,23 +1090,25 @@ Result<std::optional<std::vector<D>>> SqueezeShape(
   } else {
     for (size_t d = 0; d < in.size(); ++d) {
       auto v = KnownDim(in[d]);
-      if (!v) return std::optional<std::vector<D>>();
+      if (!v) return std::optional<DimsOf<D>>();
       drop[d] = *v == 1;
     }
   }
-  std::vector<D> out;
+  DimsOf<D> out;
   for (size_t d = 0; d < in.size(); ++d) {
     if (!drop[d]) out.push_back(in[d]);
   }
-  return std::optional<std::vector<D>>(std::move(out));
+  return std::optional<DimsOf<D>>(std::move(out));
 }
 
-Result<std::optional<std::vector<int64_t>>> SqueezeAxes(const SqueezeAttrs& a,
-                                                        const Value* axes_input) {
-  if (a.version < 13) return a.axes;
-  if (axes_input == nullptr) return std::optional<std::vector<int64_t>>();
-  IDEM_ASSIGN_OR_RETURN(auto axes, ReadIntVector(axes_input->tensor(), "axes"));
-  return std::optional<std::vector<int64_t>>(std::move(axes));
+Result<std::optional<Ints>> SqueezeAxes(const SqueezeAttrs& a, const Value* axes_input) {
+  if (a.version < 13) {
+    if (!a.axes) return std::optional<Ints>();
+    return std::optional<Ints>(std::in_place, a.axes->begin(), a.axes->end());
+  }
+  if (axes_input == nullptr) return std::optional<Ints>();
+  IDEM_ASSIGN_OR_RETURN(Ints axes, ReadIntVector(axes_input->tensor(), "axes"));
+  return std::optional<Ints>(std::move(axes));
 }
 
 Result<Inference> InferSqueeze(const SqueezeAttrs& a, const Facts& facts) {
@@ -1126,11 +1131,9 @@ Status RunSqueeze(const SqueezeAttrs& a, RunContext& ctx, std::span<const Value*
                   std::span<Value> outputs) {
   const Tensor& t = inputs[0]->tensor();
   IDEM_ASSIGN_OR_RETURN(auto axes, SqueezeAxes(a, inputs.size() > 1 ? inputs[1] : nullptr));
-  IDEM_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> dims,
-                        SqueezeShape<int64_t>(t.shape(), axes));
+  IDEM_ASSIGN_OR_RETURN(std::optional<Ints> dims, SqueezeShape<int64_t>(t.shape(), axes));
   // Every dim is known at run time, so the rule always gives the dims.
-  const std::vector<int64_t> shape =
-      dims.value_or(std::vector<int64_t>(t.shape().begin(), t.shape().end()));
+  const std::span<const int64_t> shape = dims ? std::span<const int64_t>(*dims) : t.shape();
   IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, shape));
   return {};
 }
@@ -1178,9 +1181,9 @@ Result<TransposeAttrs> ParseTranspose(const NodeContext& ctx) {
   return a;
 }
 
-Result<std::vector<int64_t>> TransposePerm(const TransposeAttrs& a, size_t rank) {
+Result<Ints> TransposePerm(const TransposeAttrs& a, size_t rank) {
   if (!a.perm) {
-    std::vector<int64_t> perm(rank);
+    Ints perm(rank);
     for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int64_t>(rank - 1 - i);
     return perm;
   }
@@ -1188,14 +1191,14 @@ Result<std::vector<int64_t>> TransposePerm(const TransposeAttrs& a, size_t rank)
     return InvalidArgument(fmt::format("attribute 'perm' has {} axes but the input has rank {}",
                                        a.perm->size(), rank));
   }
-  return *a.perm;
+  return Ints(a.perm->begin(), a.perm->end());
 }
 
 // out[i] = in[perm[i]].
 template <class D>
-Result<std::vector<D>> TransposeShape(const TransposeAttrs& a, std::span<const D> in) {
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> perm, TransposePerm(a, in.size()));
-  std::vector<D> out;
+Result<DimsOf<D>> TransposeShape(const TransposeAttrs& a, std::span<const D> in) {
+  IDEM_ASSIGN_OR_RETURN(Ints perm, TransposePerm(a, in.size()));
+  DimsOf<D> out;
   out.reserve(perm.size());
   for (int64_t p : perm) out.push_back(in[static_cast<size_t>(p)]);
   return out;
@@ -1211,8 +1214,8 @@ Result<Inference> InferTranspose(const TransposeAttrs& a, const Facts& facts) {
 Status RunTranspose(const TransposeAttrs& a, RunContext& ctx, std::span<const Value* const> inputs,
                     std::span<Value> outputs) {
   const Tensor& t = inputs[0]->tensor();
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> perm, TransposePerm(a, t.rank()));
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, TransposeShape<int64_t>(a, t.shape()));
+  IDEM_ASSIGN_OR_RETURN(Ints perm, TransposePerm(a, t.rank()));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, TransposeShape<int64_t>(a, t.shape()));
   // When the dims other than 1 keep their order, so do the elements: share the bytes.
   bool in_order = true;
   int64_t last = -1;
@@ -1225,8 +1228,8 @@ Status RunTranspose(const TransposeAttrs& a, RunContext& ctx, std::span<const Va
     IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, shape));
     return {};
   }
-  const std::vector<int64_t> in_strides = RowMajorStrides(t.shape());
-  std::vector<int64_t> strides;
+  const Ints in_strides = RowMajorStrides(t.shape());
+  Ints strides;
   strides.reserve(perm.size());
   for (int64_t p : perm) strides.push_back(in_strides[static_cast<size_t>(p)]);
   IDEM_ASSIGN_OR_RETURN(outputs[0], StridedCopy(ctx, t, shape, strides, 0));

@@ -38,7 +38,7 @@ std::vector<std::string> DimStrings(std::span<const D> dims) {
 // an empty tensor) is an error.
 template <class D>
 Result<D> ProductDim(std::span<const D> dims) {
-  std::vector<const D*> rest;
+  ScratchVector<const D*> rest;
   for (const D& d : dims) {
     auto v = KnownDim(d);
     if (!v || *v != 1) rest.push_back(&d);
@@ -60,8 +60,8 @@ Result<D> ProductDim(std::span<const D> dims) {
 
 // The int64/int32 elements of a 1-D input (a shape, axes or sizes input); other ranks are refused
 // (a scalar too unless `allow_scalar`).
-inline Result<std::vector<int64_t>> ReadIntVector(const Tensor& t, std::string_view name,
-                                                  bool allow_scalar = false) {
+inline Result<Ints> ReadIntVector(const Tensor& t, std::string_view name,
+                                  bool allow_scalar = false) {
   if (t.rank() != 1 && !(allow_scalar && t.rank() == 0)) {
     return InvalidArgument(fmt::format("input {} must be a 1-D tensor; it has shape [{}]",
                                        QuoteName(name), fmt::join(t.shape(), ",")));
@@ -76,8 +76,8 @@ inline Result<std::optional<std::vector<int64_t>>> ConstantIntVector(const Facts
                                                                      bool allow_scalar = false) {
   const Value* v = facts.constant(i);
   if (v == nullptr || !v->is_tensor()) return std::optional<std::vector<int64_t>>();
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> ints, ReadIntVector(v->tensor(), name, allow_scalar));
-  return std::optional<std::vector<int64_t>>(std::move(ints));
+  IDEM_ASSIGN_OR_RETURN(Ints ints, ReadIntVector(v->tensor(), name, allow_scalar));
+  return std::optional<std::vector<int64_t>>(std::in_place, ints.begin(), ints.end());
 }
 
 // The length of a 1-D input when its shape is known while planning (a scalar counts as 1 when

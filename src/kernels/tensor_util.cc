@@ -28,18 +28,18 @@ std::vector<ElementType> AllElementsAt(int version, int bfloat16_since) {
   return e;
 }
 
-Result<Value> MakeInt64Tensor(std::vector<int64_t> shape, std::span<const int64_t> values) {
+Result<Value> MakeInt64Tensor(std::span<const int64_t> shape, std::span<const int64_t> values) {
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(values.size() * 8, &out));
   if (!values.empty()) std::memcpy(out, values.data(), values.size() * 8);
-  return Value::MakeTensor(ElementType::kInt64, std::move(shape), std::move(buffer));
+  return Value::MakeTensorFromDims(ElementType::kInt64, shape, std::move(buffer));
 }
 
 Result<Value> MakeBoolScalar(bool value) {
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(1, &out));
   out[0] = std::byte{value ? uint8_t{1} : uint8_t{0}};
-  return Value::MakeTensor(ElementType::kBool, {}, std::move(buffer));
+  return Value::MakeTensorFromDims(ElementType::kBool, {}, std::move(buffer));
 }
 
 Result<Value> MakeInt64Scalar(int64_t value) {

@@ -18,7 +18,7 @@ std::vector<ElementType> AllElementsAt(int version, int bfloat16_since);
 
 // A new tensor of `type` and `shape` whose bytes (or strings) are written by `fill`. The size is
 // checked against ctx (max_tensor_bytes, run budget) before allocating.
-Result<Value> MakeInt64Tensor(std::vector<int64_t> shape, std::span<const int64_t> values);
+Result<Value> MakeInt64Tensor(std::span<const int64_t> shape, std::span<const int64_t> values);
 Result<Value> MakeBoolScalar(bool value);
 Result<Value> MakeInt64Scalar(int64_t value);
 

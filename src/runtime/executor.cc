@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <new>
+
+#include "src/core/block_cache.h"
 
 namespace idem {
 namespace {
 
-// A fixed-capacity array on the stack with a heap fallback for larger counts; elements are
+// A fixed-capacity array on the stack, with a fallback for larger counts from the thread's block
+// cache (so a steady-state Run of a big graph allocates nothing either); elements are
 // value-initialized and destroyed in place.
 template <typename T, size_t N>
 class SmallArray {
@@ -15,16 +19,18 @@ class SmallArray {
   explicit SmallArray(size_t size) : size_(size) {
     if (size <= N) {
       data_ = std::launder(reinterpret_cast<T*>(inline_));
-      std::uninitialized_value_construct_n(data_, size);
     } else {
-      heap_ = std::make_unique<T[]>(size);
-      data_ = heap_.get();
+      heap_ = block_cache::AllocateScratch(size * sizeof(T));
+      if (heap_ == nullptr) throw std::bad_alloc();
+      data_ = reinterpret_cast<T*>(heap_);
     }
+    std::uninitialized_value_construct_n(data_, size);
   }
   SmallArray(const SmallArray&) = delete;
   SmallArray& operator=(const SmallArray&) = delete;
   ~SmallArray() {
-    if (!heap_) std::destroy_n(data_, size_);
+    std::destroy_n(data_, size_);
+    block_cache::FreeScratch(heap_);
   }
   T* data() { return data_; }
   T& operator[](size_t i) { return data_[i]; }
@@ -34,7 +40,7 @@ class SmallArray {
   alignas(T) std::byte inline_[N * sizeof(T)];  // NOLINT(bugprone-sizeof-expression)
   T* data_;
   size_t size_;
-  std::unique_ptr<T[]> heap_;
+  std::byte* heap_ = nullptr;
 };
 
 // Where a run finds each kind of value.
@@ -280,21 +286,27 @@ Executor::Executor(Program program) : program_(std::move(program)) {
 Result<std::vector<Value>> Executor::Run(std::span<const Value> feeds,
                                          std::span<const Value> overrides, const Limits& limits,
                                          const RunOptions* options) const {
+  std::vector<Value> outputs(main_.output_refs.size());
+  IDEM_RETURN_IF_ERROR(RunTo(feeds, overrides, limits, options, outputs));
+  return outputs;
+}
+
+Status Executor::RunTo(std::span<const Value> feeds, std::span<const Value> overrides,
+                       const Limits& limits, const RunOptions* options,
+                       std::span<Value> outputs) const {
   const Plan& plan = program_.main;
   if (main_.steps.empty()) {
     // Nothing to compute (every node was an erased Identity): outputs are feeds or constants.
-    std::vector<Value> outputs;
-    outputs.reserve(main_.output_refs.size());
     const Sources sources(feeds, overrides, plan.constants, nullptr);
-    for (const ValueRef& ref : main_.output_refs) outputs.push_back(*sources.Get(ref));
-    return outputs;
+    for (size_t o = 0; o < main_.output_refs.size(); ++o) {
+      outputs[o] = *sources.Get(main_.output_refs[o]);
+    }
+    return {};
   }
   RunState state(*this, limits, options);
   SmallArray<Value, 128> computed(static_cast<size_t>(plan.computed_count));
   const Sources sources(feeds, overrides, plan.constants, computed.data());
-  std::vector<Value> outputs(main_.output_refs.size());
-  IDEM_RETURN_IF_ERROR(state.RunFrame(main_, sources, computed.data(), outputs));
-  return outputs;
+  return state.RunFrame(main_, sources, computed.data(), outputs);
 }
 
 }  // namespace idem

@@ -94,6 +94,9 @@ class Executor {
   // Runs the main graph. `feeds` in plan order (already checked), `overrides` likewise.
   Result<std::vector<Value>> Run(std::span<const Value> feeds, std::span<const Value> overrides,
                                  const Limits& limits, const RunOptions* options) const;
+  // As Run, into `outputs` (one slot per plan output, overwritten): no vector is allocated.
+  Status RunTo(std::span<const Value> feeds, std::span<const Value> overrides, const Limits& limits,
+               const RunOptions* options, std::span<Value> outputs) const;
 
  private:
   friend class RunState;

@@ -261,6 +261,33 @@ Result<std::vector<Value>> Session::Run(std::span<const Value> feeds,
   return impl.executor.Run(feeds, impl.plan.override_defaults, impl.options.limits, &run_options);
 }
 
+namespace {
+
+Status RunToSlots(const Session::Impl& impl, std::span<const Value> feeds, std::span<Value> outputs,
+                  const RunOptions* run_options) {
+  if (outputs.size() != impl.plan.output_refs.size()) [[unlikely]] {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("Run: {} output slots for {} outputs", outputs.size(),
+                              impl.plan.output_refs.size()));
+  }
+  if (!FeedsMatchFast(impl, feeds)) [[unlikely]] {
+    IDEM_RETURN_IF_ERROR(CheckFeeds(impl.plan, feeds));
+  }
+  return impl.executor.RunTo(feeds, impl.plan.override_defaults, impl.options.limits, run_options,
+                             outputs);
+}
+
+}  // namespace
+
+Status Session::Run(std::span<const Value> feeds, std::span<Value> outputs) const {
+  return RunToSlots(*impl_, feeds, outputs, nullptr);
+}
+
+Status Session::Run(std::span<const Value> feeds, std::span<Value> outputs,
+                    const RunOptions& run_options) const {
+  return RunToSlots(*impl_, feeds, outputs, &run_options);
+}
+
 Result<std::vector<Value>> Session::RunNamed(std::span<const NamedValue> named) const {
   return RunNamed(named, RunOptions{});
 }
