@@ -48,7 +48,7 @@ ClassOf Classify(size_t total) {
     const size_t lines = (total + 63) / 64;
     return {static_cast<uint32_t>(lines - 1), lines * 64};
   }
-  const int k = std::bit_width(total - 1) - 1;  // 2^k < total <= 2^(k+1), k >= 8
+  const auto k = static_cast<int>(std::bit_width(total - 1)) - 1;  // 2^k < total <= 2^(k+1)
   const size_t step = size_t{1} << (k - 2);
   const size_t sub = (total + step - 1) / step;  // 5..8
   const size_t bytes = sub * step;
@@ -172,7 +172,7 @@ bool Enabled() { return kReuse; }
 Stats ThreadStats() {
   Stats s;
   const ThreadCache& c = t_cache;
-  for (uint32_t i = 0; i < kClasses; ++i) s.blocks += c.counts[i];
+  for (const uint32_t count : c.counts) s.blocks += count;
   s.bytes = c.bytes;
   return s;
 }

@@ -203,7 +203,7 @@ inline void StoreElement(std::byte* p, int64_t i, T v) {
 template <class TA, class TB, class TO, class Op>
 Result<Value> BroadcastBinary(RunContext& ctx, const Tensor& a, const Tensor& b,
                               ElementType out_type, Op&& op) {
-  IDEM_ASSIGN_OR_RETURN(std::vector<int64_t> shape, BroadcastDims<int64_t>(a.shape(), b.shape()));
+  IDEM_ASSIGN_OR_RETURN(Ints shape, BroadcastDims<int64_t>(a.shape(), b.shape()));
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, out_type, shape, &out));
   const std::byte* pa = a.data().data();

@@ -20,7 +20,7 @@ class SmallArray {
     if (size <= N) {
       data_ = std::launder(reinterpret_cast<T*>(inline_));
     } else {
-      heap_ = block_cache::AllocateScratch(size * sizeof(T));
+      heap_ = block_cache::AllocateScratch(size * sizeof(T));  // NOLINT(bugprone-sizeof-expression)
       if (heap_ == nullptr) throw std::bad_alloc();
       data_ = reinterpret_cast<T*>(heap_);
     }
