@@ -40,12 +40,14 @@ template <typename T>
 struct ScratchAllocator {
   using value_type = T;
   ScratchAllocator() = default;
+  // Implicit, as the Allocator requirements ask (rebinding copies).
   template <typename U>
-  ScratchAllocator(const ScratchAllocator<U>& /*other*/) noexcept {
-  }  // NOLINT(google-explicit-constructor)
+  ScratchAllocator(const ScratchAllocator<U>& /*other*/) noexcept {}
   T* allocate(size_t n) {
-    if (n > (size_t{1} << 60) / sizeof(T)) throw std::bad_array_new_length();
-    std::byte* p = AllocateScratch(n * sizeof(T));
+    // T may be a pointer (ScratchVector<const D*>): its size is what is wanted.
+    constexpr size_t kElement = sizeof(T);  // NOLINT(bugprone-sizeof-expression)
+    if (n > (size_t{1} << 60) / kElement) throw std::bad_array_new_length();
+    std::byte* p = AllocateScratch(n * kElement);
     if (p == nullptr) throw std::bad_alloc();
     return reinterpret_cast<T*>(p);
   }
