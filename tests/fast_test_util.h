@@ -44,7 +44,7 @@ inline Value Abs(const Value& v) {
   if (v.is_null() || !v.is_tensor() || v.tensor().element_type() != ElementType::kFloat) return v;
   std::vector<float> values(v.tensor().data_as<float>().begin(), v.tensor().data_as<float>().end());
   for (float& x : values) x = std::abs(x);
-  return MakeTensorOf(ElementType::kFloat, Shape(v), values);
+  return MakeTensorOf(ElementType::kFloat, ShapeOf(v), values);
 }
 
 inline std::vector<float> Floats(const Value& v) {

@@ -45,11 +45,49 @@ inline Value FloatTensor(ElementType type, std::vector<int64_t> shape,
   }
 }
 
+// A tensor's elements as T (the tensor must hold T).
+template <class T>
+std::vector<T> Elements(const Value& v) {
+  auto s = v.tensor().data_as<T>();
+  return {s.begin(), s.end()};
+}
+
+// 1-D tensors of int64 and float.
+inline Value I64(std::vector<int64_t> v) {
+  const auto n = static_cast<int64_t>(v.size());
+  return MakeTensorOf<int64_t>(ElementType::kInt64, {n}, std::move(v));
+}
+inline Value F32(std::vector<float> v) {
+  const auto n = static_cast<int64_t>(v.size());
+  return Floats({n}, std::move(v));
+}
+
+// Deterministic pseudo-random floats (a 32-bit LCG): RandomGrid gives multiples of 1/1024 in
+// [-4, 4) (sums of a few stay exact in float), RandomUnit values in [-1, 1).
+inline std::vector<float> RandomGrid(size_t n, uint32_t seed) {
+  std::vector<float> out(n);
+  uint32_t s = seed;
+  for (float& v : out) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<float>((s >> 8) % 8192) / 1024.0f - 4.0f;
+  }
+  return out;
+}
+inline std::vector<float> RandomUnit(size_t n, uint32_t seed) {
+  std::vector<float> out(n);
+  uint32_t s = seed * 2654435761u + 1;
+  for (float& v : out) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<float>(s >> 8) / static_cast<float>(1 << 23) - 1.0f;
+  }
+  return out;
+}
+
 inline std::vector<double> Doubles(const Value& v) {
   const auto d = ReadDoubles(v.tensor());
   return {d.begin(), d.end()};
 }
-inline std::vector<int64_t> Shape(const Value& v) {
+inline std::vector<int64_t> ShapeOf(const Value& v) {
   return {v.tensor().shape().begin(), v.tensor().shape().end()};
 }
 

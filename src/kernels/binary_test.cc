@@ -11,6 +11,7 @@
 #include "src/core/float_convert.h"
 #include "src/kernels/op.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/status_matchers.h"
 #include "tests/test_models.h"
 
@@ -18,17 +19,6 @@ namespace idem::testing {
 namespace {
 
 using E = ElementType;
-
-template <class T>
-std::vector<T> ValuesOf(const Value& v) {
-  auto s = v.tensor().data_as<T>();
-  return {s.begin(), s.end()};
-}
-
-std::vector<int64_t> ShapeOf(const Value& v) {
-  auto s = v.tensor().shape();
-  return {s.begin(), s.end()};
-}
 
 uint32_t Bits(float f) { return std::bit_cast<uint32_t>(f); }
 
@@ -107,13 +97,13 @@ TEST(ArithTest, NumpyBroadcasting) {
   auto b = Floats({3}, {1.0f, 2.0f, 4.0f});
   auto add = RunOne("Add", 14, {a, b});
   EXPECT_EQ(ShapeOf(add), (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(ValuesOf<float>(add), (std::vector<float>{11, 12, 14, 21, 22, 24}));
-  EXPECT_EQ(ValuesOf<float>(RunOne("Sub", 14, {a, b})), (std::vector<float>{9, 8, 6, 19, 18, 16}));
-  EXPECT_EQ(ValuesOf<float>(RunOne("Mul", 13, {a, b})),
+  EXPECT_EQ(Elements<float>(add), (std::vector<float>{11, 12, 14, 21, 22, 24}));
+  EXPECT_EQ(Elements<float>(RunOne("Sub", 14, {a, b})), (std::vector<float>{9, 8, 6, 19, 18, 16}));
+  EXPECT_EQ(Elements<float>(RunOne("Mul", 13, {a, b})),
             (std::vector<float>{10, 20, 40, 20, 40, 80}));
-  EXPECT_EQ(ValuesOf<float>(RunOne("Div", 7, {a, b})), (std::vector<float>{10, 5, 2.5, 20, 10, 5}));
+  EXPECT_EQ(Elements<float>(RunOne("Div", 7, {a, b})), (std::vector<float>{10, 5, 2.5, 20, 10, 5}));
   // B first: [3] with [2,1].
-  EXPECT_EQ(ValuesOf<float>(RunOne("Sub", 7, {b, a})),
+  EXPECT_EQ(Elements<float>(RunOne("Sub", 7, {b, a})),
             (std::vector<float>{-9, -8, -6, -19, -18, -16}));
   // Scalars and empty dims.
   EXPECT_EQ(ShapeOf(RunOne("Mul", 14, {Floats({}, {2.0f}), Floats({}, {3.0f})})),
@@ -123,7 +113,7 @@ TEST(ArithTest, NumpyBroadcasting) {
   // Middle-dim broadcasting: [2,1,2] with [1,3,1].
   auto m = RunOne("Add", 14, {Floats({2, 1, 2}, {0, 1, 2, 3}), Floats({1, 3, 1}, {10, 20, 30})});
   EXPECT_EQ(ShapeOf(m), (std::vector<int64_t>{2, 3, 2}));
-  EXPECT_EQ(ValuesOf<float>(m),
+  EXPECT_EQ(Elements<float>(m),
             (std::vector<float>{10, 11, 20, 21, 30, 31, 12, 13, 22, 23, 32, 33}));
   EXPECT_STATUS(KernelRunner("Mul", 14).Run({Floats({2, 2}, {1, 2, 3, 4}), b}),
                 StatusCode::kInvalidArgument, "cannot be broadcast");
@@ -133,25 +123,25 @@ TEST(ArithTest, NumpyBroadcasting) {
 
 TEST(ArithTest, FloatEdgeValuesAreIeee) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  auto d = ValuesOf<float>(RunOne(
+  auto d = Elements<float>(RunOne(
       "Div", 14, {Floats({4}, {1.0f, -1.0f, 0.0f, 1.0f}), Floats({4}, {0.0f, 0.0f, 0.0f, -0.0f})}));
   EXPECT_EQ(d[0], INFINITY);
   EXPECT_EQ(d[1], -INFINITY);
   EXPECT_TRUE(std::isnan(d[2]));
   EXPECT_EQ(d[3], -INFINITY);
-  auto s = ValuesOf<float>(
+  auto s = Elements<float>(
       RunOne("Sub", 14, {Floats({3}, {0.0f, INFINITY, 1.0f}), Floats({3}, {0.0f, INFINITY, nan})}));
   EXPECT_EQ(Bits(s[0]), 0u);  // 0 - 0 = +0
   EXPECT_TRUE(std::isnan(s[1]));
   EXPECT_TRUE(std::isnan(s[2]));
   // Products and quotients round once in float: 1/3 is the float nearest it.
-  auto q = ValuesOf<float>(RunOne("Div", 14, {Floats({1}, {1.0f}), Floats({1}, {3.0f})}));
+  auto q = Elements<float>(RunOne("Div", 14, {Floats({1}, {1.0f}), Floats({1}, {3.0f})}));
   EXPECT_EQ(q[0], 1.0f / 3.0f);
   EXPECT_EQ(static_cast<double>(q[0]), static_cast<double>(static_cast<float>(1.0 / 3.0)));
   auto dd = RunOne(
       "Div", 7,
       {MakeTensorOf<double>(E::kDouble, {1}, {1.0}), MakeTensorOf<double>(E::kDouble, {1}, {3.0})});
-  EXPECT_EQ(ValuesOf<double>(dd)[0], 1.0 / 3.0);
+  EXPECT_EQ(Elements<double>(dd)[0], 1.0 / 3.0);
 }
 
 TEST(ArithTest, HalfFloatsRoundOncePerResult) {
@@ -159,61 +149,61 @@ TEST(ArithTest, HalfFloatsRoundOncePerResult) {
   auto h = RunOne("Mul", 14,
                   {MakeTensorOf<uint16_t>(E::kFloat16, {2}, {0x3C01, 0x7BFF}),
                    MakeTensorOf<uint16_t>(E::kFloat16, {2}, {0x3C01, 0x4000})});
-  EXPECT_EQ(ValuesOf<uint16_t>(h), (std::vector<uint16_t>{0x3C02, 0x7C00}));  // overflow: inf
+  EXPECT_EQ(Elements<uint16_t>(h), (std::vector<uint16_t>{0x3C02, 0x7C00}));  // overflow: inf
   // 1 / 3 in float16: 0x3555 (0.33325); in bfloat16: 0x3EAB.
   auto hd = RunOne("Div", 14,
                    {MakeTensorOf<uint16_t>(E::kFloat16, {1}, {0x3C00}),
                     MakeTensorOf<uint16_t>(E::kFloat16, {1}, {0x4200})});
-  EXPECT_EQ(ValuesOf<uint16_t>(hd)[0], FloatToHalf(1.0f / 3.0f));
-  EXPECT_EQ(ValuesOf<uint16_t>(hd)[0], 0x3555);
+  EXPECT_EQ(Elements<uint16_t>(hd)[0], FloatToHalf(1.0f / 3.0f));
+  EXPECT_EQ(Elements<uint16_t>(hd)[0], 0x3555);
   auto bd = RunOne("Div", 13,
                    {MakeTensorOf<uint16_t>(E::kBfloat16, {1}, {0x3F80}),
                     MakeTensorOf<uint16_t>(E::kBfloat16, {1}, {0x4040})});
-  EXPECT_EQ(ValuesOf<uint16_t>(bd)[0], 0x3EAB);
+  EXPECT_EQ(Elements<uint16_t>(bd)[0], 0x3EAB);
   auto bs = RunOne("Sub", 13,
                    {MakeTensorOf<uint16_t>(E::kBfloat16, {1}, {0x3F80}),
                     MakeTensorOf<uint16_t>(E::kBfloat16, {1}, {0x3B80})});
-  EXPECT_EQ(ValuesOf<uint16_t>(bs)[0], 0x3F7F);  // 1 - 2^-8 is exact in bfloat16
+  EXPECT_EQ(Elements<uint16_t>(bs)[0], 0x3F7F);  // 1 - 2^-8 is exact in bfloat16
 }
 
 TEST(ArithTest, IntegersWrap) {
   auto m = RunOne("Mul", 7, {I32({3}, {1 << 30, INT32_MIN, 46341}), I32({3}, {4, -1, 46341})});
-  EXPECT_EQ(ValuesOf<int32_t>(m),
+  EXPECT_EQ(Elements<int32_t>(m),
             (std::vector<int32_t>{0, INT32_MIN, static_cast<int32_t>(46341u * 46341u)}));
   // uint16 * uint16 would overflow int (the promoted type) in C++: computed unsigned.
   auto u16 = RunOne("Mul", 14,
                     {MakeTensorOf<uint16_t>(E::kUint16, {1}, {65535}),
                      MakeTensorOf<uint16_t>(E::kUint16, {1}, {65535})});
-  EXPECT_EQ(ValuesOf<uint16_t>(u16)[0], 1);
+  EXPECT_EQ(Elements<uint16_t>(u16)[0], 1);
   auto u8 = RunOne("Sub", 14,
                    {MakeTensorOf<uint8_t>(E::kUint8, {2}, {1, 200}),
                     MakeTensorOf<uint8_t>(E::kUint8, {2}, {2, 100})});
-  EXPECT_EQ(ValuesOf<uint8_t>(u8), (std::vector<uint8_t>{255, 100}));
+  EXPECT_EQ(Elements<uint8_t>(u8), (std::vector<uint8_t>{255, 100}));
   auto i64 = RunOne("Sub", 13, {I64({1}, {INT64_MIN}), I64({1}, {1})});
-  EXPECT_EQ(ValuesOf<int64_t>(i64)[0], INT64_MAX);
+  EXPECT_EQ(Elements<int64_t>(i64)[0], INT64_MAX);
   auto i8 = RunOne(
       "Add", 14,
       {MakeTensorOf<int8_t>(E::kInt8, {1}, {127}), MakeTensorOf<int8_t>(E::kInt8, {1}, {1})});
-  EXPECT_EQ(ValuesOf<int8_t>(i8)[0], -128);
+  EXPECT_EQ(Elements<int8_t>(i8)[0], -128);
   auto u64 = RunOne("Mul", 13,
                     {MakeTensorOf<uint64_t>(E::kUint64, {1}, {UINT64_MAX}),
                      MakeTensorOf<uint64_t>(E::kUint64, {1}, {UINT64_MAX})});
-  EXPECT_EQ(ValuesOf<uint64_t>(u64)[0], 1u);
+  EXPECT_EQ(Elements<uint64_t>(u64)[0], 1u);
 }
 
 TEST(ArithTest, IntegerDivisionTruncatesAndRefusesZero) {
   auto d = RunOne("Div", 14, {I32({5}, {7, -7, 7, -7, INT32_MIN}), I32({5}, {2, 2, -2, -2, -1})});
-  EXPECT_EQ(ValuesOf<int32_t>(d), (std::vector<int32_t>{3, -3, -3, 3, INT32_MIN}));
+  EXPECT_EQ(Elements<int32_t>(d), (std::vector<int32_t>{3, -3, -3, 3, INT32_MIN}));
   auto d8 = RunOne("Div", 14,
                    {MakeTensorOf<int8_t>(E::kInt8, {2}, {-128, -128}),
                     MakeTensorOf<int8_t>(E::kInt8, {2}, {-1, 3})});
-  EXPECT_EQ(ValuesOf<int8_t>(d8), (std::vector<int8_t>{-128, -42}));
+  EXPECT_EQ(Elements<int8_t>(d8), (std::vector<int8_t>{-128, -42}));
   auto d64 = RunOne("Div", 7, {I64({1}, {INT64_MIN}), I64({}, {-1})});
-  EXPECT_EQ(ValuesOf<int64_t>(d64)[0], INT64_MIN);
+  EXPECT_EQ(Elements<int64_t>(d64)[0], INT64_MIN);
   auto u = RunOne(
       "Div", 14,
       {MakeTensorOf<uint8_t>(E::kUint8, {2}, {255, 7}), MakeTensorOf<uint8_t>(E::kUint8, {}, {2})});
-  EXPECT_EQ(ValuesOf<uint8_t>(u), (std::vector<uint8_t>{127, 3}));
+  EXPECT_EQ(Elements<uint8_t>(u), (std::vector<uint8_t>{127, 3}));
   // Integer division by zero: an error, as ONNX Runtime gives (never a trap).
   EXPECT_STATUS(KernelRunner("Div", 14).Run({I32({2}, {1, 2}), I32({2}, {1, 0})}),
                 StatusCode::kInvalidArgument, "integer division by zero");
@@ -261,33 +251,33 @@ TEST(LegacyBroadcastTest, SuffixAxisAndOneElement) {
   // Suffix: B [4] matches A's last dim.
   auto s = RunOne("Add", 6, {a, Floats({4}, {100, 200, 300, 400})}, bcast(-100));
   EXPECT_EQ(ShapeOf(s), (std::vector<int64_t>{2, 3, 4}));
-  auto sv = ValuesOf<float>(s);
+  auto sv = Elements<float>(s);
   EXPECT_EQ(sv[0], 100);
   EXPECT_EQ(sv[5], 205);
   EXPECT_EQ(sv[23], 423);
   // axis=1: B [3] along A's dim 1.
-  auto m = ValuesOf<float>(RunOne("Mul", 6, {a, Floats({3}, {1, 10, 100})}, bcast(1)));
+  auto m = Elements<float>(RunOne("Mul", 6, {a, Floats({3}, {1, 10, 100})}, bcast(1)));
   EXPECT_EQ(m[3], 3);      // [0,0,3] * 1
   EXPECT_EQ(m[4], 40);     // [0,1,0] * 10
   EXPECT_EQ(m[23], 2300);  // [1,2,3] * 100
   // axis=0 with B [2, 3].
-  auto z = ValuesOf<float>(RunOne("Sub", 1, {a, Floats({2, 3}, {0, 1, 2, 3, 4, 5})}, bcast(0)));
+  auto z = Elements<float>(RunOne("Sub", 1, {a, Floats({2, 3}, {0, 1, 2, 3, 4, 5})}, bcast(0)));
   EXPECT_EQ(z[4], 3);    // 4 - B[0,1]
   EXPECT_EQ(z[23], 18);  // 23 - B[1,2]
   // A negative axis counts from A's end.
-  auto n = ValuesOf<float>(RunOne("Div", 6, {a, Floats({3}, {1, 2, 4})}, bcast(-2)));
+  auto n = Elements<float>(RunOne("Div", 6, {a, Floats({3}, {1, 2, 4})}, bcast(-2)));
   EXPECT_EQ(n[23], 23.0f / 4.0f);
   // One element of any rank up to A's: a [1,1] B.
-  auto one = ValuesOf<float>(RunOne("Add", 6, {a, Floats({1, 1}, {0.5f})}, bcast(-100)));
+  auto one = Elements<float>(RunOne("Add", 6, {a, Floats({1, 1}, {0.5f})}, bcast(-100)));
   EXPECT_EQ(one[7], 7.5f);
   // broadcast=0: shapes must be equal.
-  auto same = ValuesOf<float>(RunOne("Add", 6, {Floats({2}, {1, 2}), Floats({2}, {3, 4})}));
+  auto same = Elements<float>(RunOne("Add", 6, {Floats({2}, {1, 2}), Floats({2}, {3, 4})}));
   EXPECT_EQ(same, (std::vector<float>{4, 6}));
   // Pow-1 and Equal-1 follow the same rule.
-  auto p = ValuesOf<float>(
+  auto p = Elements<float>(
       RunOne("Pow", 1, {Floats({2, 2}, {1, 2, 3, 4}), Floats({2}, {2, 1})}, bcast(-100)));
   EXPECT_EQ(p, (std::vector<float>{1, 2, 9, 4}));
-  auto e = ValuesOf<uint8_t>(
+  auto e = Elements<uint8_t>(
       RunOne("Equal", 1, {I32({2, 2}, {1, 2, 3, 4}), I32({2}, {1, 3})}, bcast(0)));
   EXPECT_EQ(e, (std::vector<uint8_t>{1, 0, 1, 0}));
 }
@@ -331,7 +321,7 @@ TEST(LegacyBroadcastTest, BadShapesAndAttributes) {
 TEST(PowTest, FloatsAgainstDouble) {
   const std::vector<float> x = {2.0f, 0.5f, 10.0f, 3.3f, -2.0f, -8.0f, 0.0f, 0.0f, 1.0f, 7.5f};
   const std::vector<float> y = {10.0f, -3.0f, 0.5f, 2.2f, 3.0f, 1.0f / 3, -1.0f, 0.0f, NAN, -0.7f};
-  auto z = ValuesOf<float>(RunOne("Pow", 15, {Floats({10}, x), Floats({10}, y)}));
+  auto z = Elements<float>(RunOne("Pow", 15, {Floats({10}, x), Floats({10}, y)}));
   for (size_t i = 0; i < x.size(); ++i) {
     const double expected = std::pow(static_cast<double>(x[i]), static_cast<double>(y[i]));
     if (std::isnan(expected)) {
@@ -347,21 +337,21 @@ TEST(PowTest, FloatsAgainstDouble) {
   EXPECT_EQ(z[7], 1.0f);  // 0^0
   EXPECT_EQ(z[8], 1.0f);  // 1^NaN
   // Float base, integer exponent (computed in double): exact small powers.
-  auto fi = ValuesOf<float>(
+  auto fi = Elements<float>(
       RunOne("Pow", 12, {Floats({4}, {2.0f, -3.0f, 0.5f, 0.0f}), I64({4}, {3, 3, -2, -1})}));
   EXPECT_EQ(fi, (std::vector<float>{8.0f, -27.0f, 4.0f, INFINITY}));
-  auto fu = ValuesOf<float>(
+  auto fu = Elements<float>(
       RunOne("Pow", 12, {Floats({1}, {2.0f}), MakeTensorOf<uint32_t>(E::kUint32, {1}, {20})}));
   EXPECT_EQ(fu[0], 1048576.0f);
   // float16 base.
   auto h = RunOne("Pow", 13,
                   {MakeTensorOf<uint16_t>(E::kFloat16, {1}, {0x4000}),
                    MakeTensorOf<uint16_t>(E::kFloat16, {1}, {0x4200})});
-  EXPECT_EQ(ValuesOf<uint16_t>(h)[0], 0x4800);  // 2^3 = 8
+  EXPECT_EQ(Elements<uint16_t>(h)[0], 0x4800);  // 2^3 = 8
   auto d = RunOne(
       "Pow", 7,
       {MakeTensorOf<double>(E::kDouble, {1}, {2.0}), MakeTensorOf<double>(E::kDouble, {1}, {0.5})});
-  EXPECT_EQ(ValuesOf<double>(d)[0], std::sqrt(2.0));
+  EXPECT_EQ(Elements<double>(d)[0], std::sqrt(2.0));
 }
 
 // The fast kernels square a float by a constant exponent 2 (float or integer, of one element):
@@ -376,8 +366,8 @@ TEST(PowTest, ConstantExponentTwoSquares) {
     auto reference =
         KernelRunner("Pow", 15).ConstantInput(1).Reference().Run({Floats({n}, x), two});
     ASSERT_TRUE(fast.ok() && reference.ok());
-    const auto f = ValuesOf<float>((*fast)[0]);
-    const auto r = ValuesOf<float>((*reference)[0]);
+    const auto f = Elements<float>((*fast)[0]);
+    const auto r = Elements<float>((*reference)[0]);
     for (size_t i = 0; i < x.size(); ++i) {
       const float square = x[i] * x[i];
       if (std::isnan(square)) {
@@ -398,7 +388,7 @@ TEST(PowTest, ConstantExponentTwoSquares) {
   auto cube =
       KernelRunner("Pow", 15).ConstantInput(1).Run({Floats({1}, {1.1f}), Floats({}, {3.0f})});
   ASSERT_TRUE(cube.ok());
-  EXPECT_EQ(ValuesOf<float>((*cube)[0])[0], std::pow(1.1f, 3.0f));
+  EXPECT_EQ(Elements<float>((*cube)[0])[0], std::pow(1.1f, 3.0f));
 }
 
 TEST(PowTest, IntegerBases) {
@@ -407,20 +397,20 @@ TEST(PowTest, IntegerBases) {
   auto z = RunOne(
       "Pow", 12,
       {I32({9}, {2, 3, -2, 2, 2, 2, 1, -1, 0}), I32({9}, {10, 19, 3, 31, 32, -1, -5, -3, -1})});
-  EXPECT_EQ(ValuesOf<int32_t>(z),
+  EXPECT_EQ(Elements<int32_t>(z),
             (std::vector<int32_t>{1024, 1162261467, -8, INT32_MIN, 0, 0, 1, -1, INT32_MIN}));
   auto big = RunOne("Pow", 13, {I64({2}, {3, 7}), I64({2}, {39, 0})});
-  EXPECT_EQ(ValuesOf<int64_t>(big), (std::vector<int64_t>{4052555153018976267, 1}));
+  EXPECT_EQ(Elements<int64_t>(big), (std::vector<int64_t>{4052555153018976267, 1}));
   auto wrap = RunOne("Pow", 13, {I64({1}, {3}), MakeTensorOf<uint8_t>(E::kUint8, {1}, {41})});
   // 3^41 mod 2^64, as int64 (numpy's wrapping integer power).
   uint64_t expected = 1;
   for (int i = 0; i < 41; ++i) expected *= 3;
-  EXPECT_EQ(ValuesOf<int64_t>(wrap)[0], static_cast<int64_t>(expected));
+  EXPECT_EQ(Elements<int64_t>(wrap)[0], static_cast<int64_t>(expected));
   // Floating exponents: pow in double, truncated; NaN and out of range give the minimum (what
   // ONNX Runtime gives on x86-64).
   auto f = RunOne("Pow", 12,
                   {I32({5}, {2, 3, -2, 5, 10}), Floats({5}, {0.5f, 2.7f, 1.5f, -1.0f, 10.0f})});
-  EXPECT_EQ(ValuesOf<int32_t>(f), (std::vector<int32_t>{1, 19, INT32_MIN, 0, INT32_MIN}));
+  EXPECT_EQ(Elements<int32_t>(f), (std::vector<int32_t>{1, 19, INT32_MIN, 0, INT32_MIN}));
   // Type sets: integer bases from 12, bfloat16 exponents from 15.
   auto bf = MakeTensorOf<uint16_t>(E::kBfloat16, {1}, {0x3F80});
   EXPECT_FALSE(KernelRunner("Pow", 7).Run({I32({1}, {2}), I32({1}, {2})}).ok());
@@ -443,22 +433,22 @@ TEST(MaxTest, VariadicBroadcasting) {
   auto c = Floats({}, {2.0f});
   auto m = RunOne("Max", 13, {a, b, c});
   EXPECT_EQ(ShapeOf(m), (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(ValuesOf<float>(m), (std::vector<float>{2, 5, 2, 4, 5, 4}));
+  EXPECT_EQ(Elements<float>(m), (std::vector<float>{2, 5, 2, 4, 5, 4}));
   auto one = RunOne("Max", 8, {a});
-  EXPECT_EQ(ValuesOf<float>(one), (std::vector<float>{1, 5, -1}));
+  EXPECT_EQ(Elements<float>(one), (std::vector<float>{1, 5, -1}));
   auto i = RunOne("Max", 12, {I32({2}, {1, 5}), I32({1}, {3}), I32({2, 1}, {0, 9})});
-  EXPECT_EQ(ValuesOf<int32_t>(i), (std::vector<int32_t>{3, 5, 9, 9}));
+  EXPECT_EQ(Elements<int32_t>(i), (std::vector<int32_t>{3, 5, 9, 9}));
   auto u = RunOne("Max", 13,
                   {MakeTensorOf<uint64_t>(E::kUint64, {2}, {UINT64_MAX, 1}),
                    MakeTensorOf<uint64_t>(E::kUint64, {2}, {0, 2})});
-  EXPECT_EQ(ValuesOf<uint64_t>(u), (std::vector<uint64_t>{UINT64_MAX, 2}));
+  EXPECT_EQ(Elements<uint64_t>(u), (std::vector<uint64_t>{UINT64_MAX, 2}));
   EXPECT_STATUS(KernelRunner("Max", 13).Run({a, Floats({2}, {1, 2})}), StatusCode::kInvalidArgument,
                 "cannot be broadcast");
 }
 
 TEST(MaxTest, NumpyMaximumNaNAndZeros) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  auto m = ValuesOf<float>(RunOne(
+  auto m = Elements<float>(RunOne(
       "Max", 13, {Floats({4}, {nan, 1.0f, -0.0f, 0.0f}), Floats({4}, {1.0f, nan, 0.0f, -0.0f})}));
   EXPECT_TRUE(std::isnan(m[0]));
   EXPECT_TRUE(std::isnan(m[1]));
@@ -467,12 +457,12 @@ TEST(MaxTest, NumpyMaximumNaNAndZeros) {
   auto h = RunOne("Max", 13,
                   {MakeTensorOf<uint16_t>(E::kBfloat16, {2}, {0x3F80, 0xBF80}),
                    MakeTensorOf<uint16_t>(E::kBfloat16, {2}, {0x4000, 0xC000})});
-  EXPECT_EQ(ValuesOf<uint16_t>(h), (std::vector<uint16_t>{0x4000, 0xBF80}));
+  EXPECT_EQ(Elements<uint16_t>(h), (std::vector<uint16_t>{0x4000, 0xBF80}));
 }
 
 TEST(MaxTest, OldVersionsNeedOneShapeAndFloats) {
   auto a = Floats({2}, {1.0f, 5.0f});
-  EXPECT_EQ(ValuesOf<float>(RunOne("Max", 6, {a, Floats({2}, {3.0f, 4.0f})})),
+  EXPECT_EQ(Elements<float>(RunOne("Max", 6, {a, Floats({2}, {3.0f, 4.0f})})),
             (std::vector<float>{3, 5}));
   EXPECT_STATUS(KernelRunner("Max", 6).Run({a, Floats({1}, {3.0f})}), StatusCode::kInvalidArgument,
                 "Max before opset 8 needs inputs of one shape");
@@ -494,24 +484,24 @@ TEST(CompareTest, EqualAndGreaterOrEqual) {
   auto y = Floats({5}, {nan, 0.0f, 2.0f, 1.0f, -INFINITY});
   auto eq = RunOne("Equal", 13, {x, y});
   EXPECT_EQ(eq.tensor().element_type(), E::kBool);
-  EXPECT_EQ(ValuesOf<uint8_t>(eq), (std::vector<uint8_t>{0, 1, 0, 0, 1}));
-  EXPECT_EQ(ValuesOf<uint8_t>(RunOne("GreaterOrEqual", 12, {x, y})),
+  EXPECT_EQ(Elements<uint8_t>(eq), (std::vector<uint8_t>{0, 1, 0, 0, 1}));
+  EXPECT_EQ(Elements<uint8_t>(RunOne("GreaterOrEqual", 12, {x, y})),
             (std::vector<uint8_t>{0, 1, 0, 1, 1}));
   // Broadcasting, integers, bool.
   auto ib = RunOne("Equal", 7, {I64({2, 1}, {1, 2}), I64({3}, {1, 2, 3})});
   EXPECT_EQ(ShapeOf(ib), (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(ValuesOf<uint8_t>(ib), (std::vector<uint8_t>{1, 0, 0, 0, 1, 0}));
-  EXPECT_EQ(ValuesOf<uint8_t>(RunOne("Equal", 11, {Bools({2}, {0, 1}), Bools({}, {1})})),
+  EXPECT_EQ(Elements<uint8_t>(ib), (std::vector<uint8_t>{1, 0, 0, 0, 1, 0}));
+  EXPECT_EQ(Elements<uint8_t>(RunOne("Equal", 11, {Bools({2}, {0, 1}), Bools({}, {1})})),
             (std::vector<uint8_t>{0, 1}));
   auto ge = RunOne("GreaterOrEqual", 16,
                    {MakeTensorOf<uint64_t>(E::kUint64, {2}, {UINT64_MAX, 0}),
                     MakeTensorOf<uint64_t>(E::kUint64, {}, {1})});
-  EXPECT_EQ(ValuesOf<uint8_t>(ge), (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(Elements<uint8_t>(ge), (std::vector<uint8_t>{1, 0}));
   // float16 compared exactly: 0x3C01 (1 + 2^-10) > 0x3C00.
   auto h = RunOne("GreaterOrEqual", 16,
                   {MakeTensorOf<uint16_t>(E::kFloat16, {2}, {0x3C00, 0x3C00}),
                    MakeTensorOf<uint16_t>(E::kFloat16, {2}, {0x3C01, 0x3C00})});
-  EXPECT_EQ(ValuesOf<uint8_t>(h), (std::vector<uint8_t>{0, 1}));
+  EXPECT_EQ(Elements<uint8_t>(h), (std::vector<uint8_t>{0, 1}));
 }
 
 TEST(CompareTest, TypeSetsPerVersion) {
@@ -533,9 +523,9 @@ TEST(CompareTest, EqualStringsFrom19) {
   auto b = Value::MakeStringTensor({3}, {"a", std::string("b\0d", 3), ""}).value();
   EXPECT_FALSE(KernelRunner("Equal", 13).Run({a, b}).ok());
   auto eq = RunOne("Equal", 19, {a, b});
-  EXPECT_EQ(ValuesOf<uint8_t>(eq), (std::vector<uint8_t>{1, 0, 1}));
+  EXPECT_EQ(Elements<uint8_t>(eq), (std::vector<uint8_t>{1, 0, 1}));
   auto one = Value::MakeStringTensor({}, {"a"}).value();
-  EXPECT_EQ(ValuesOf<uint8_t>(RunOne("Equal", 19, {a, one})), (std::vector<uint8_t>{1, 0, 0}));
+  EXPECT_EQ(Elements<uint8_t>(RunOne("Equal", 19, {a, one})), (std::vector<uint8_t>{1, 0, 0}));
 }
 
 // ---- Shapes at plan time, limits ----------------------------------------------------------------

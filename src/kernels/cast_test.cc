@@ -13,18 +13,13 @@
 #include "src/core/float_convert.h"
 #include "src/kernels/schema_oracle_test.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/test_models.h"
 
 namespace idem::testing {
 namespace {
 
 using E = ElementType;
-
-template <class T>
-std::vector<T> Elements(const Value& v) {
-  auto s = v.tensor().data_as<T>();
-  return {s.begin(), s.end()};
-}
 
 std::vector<std::string> StringsOf(const Value& v) {
   auto s = v.tensor().strings();

@@ -21,16 +21,6 @@ namespace {
 using E = ElementType;
 using Dims = std::vector<int64_t>;
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::vector<float> out(n);
-  uint32_t s = seed * 2654435761u + 1;
-  for (float& v : out) {
-    s = s * 1664525u + 1013904223u;
-    v = static_cast<float>(s >> 8) / static_cast<float>(1 << 23) - 1.0f;
-  }
-  return out;
-}
-
 void ExpectClose(const std::vector<double>& actual, const std::vector<double>& expected,
                  double rtol = 1e-3, double atol = 1e-5) {
   ASSERT_EQ(actual.size(), expected.size());
@@ -157,9 +147,9 @@ struct ConvCase {
 void RunConvCase(const ConvCase& t, bool transpose, E type = E::kFloat) {
   SCOPED_TRACE(t.name + " " + std::string(ElementTypeName(type)));
   const size_t sp = t.x.size() - 2;
-  const auto xv = Random(Count(t.x), 1), wv = Random(Count(t.w), 2);
+  const auto xv = RandomUnit(Count(t.x), 1), wv = RandomUnit(Count(t.w), 2);
   const int64_t m = transpose ? t.w[1] * t.g.group : t.w[0];
-  const auto bv = Random(m, 3);
+  const auto bv = RandomUnit(m, 3);
   std::vector<Value> inputs = {FloatTensor(type, t.x, xv), FloatTensor(type, t.w, wv)};
   if (t.bias) inputs.push_back(FloatTensor(type, {m}, bv));
   auto make = [&] {
@@ -173,7 +163,7 @@ void RunConvCase(const ConvCase& t, bool transpose, E type = E::kFloat) {
   ASSERT_EQ(out.size(), 1u);
   Dims want = {t.x[0], m};
   want.insert(want.end(), t.expect_out.begin(), t.expect_out.end());
-  ASSERT_EQ(Shape(out[0]), want);
+  ASSERT_EQ(ShapeOf(out[0]), want);
   Geometry g = t.g;
   if (g.strides.empty()) g.strides.assign(sp, 1);
   if (g.dilations.empty()) g.dilations.assign(sp, 1);
@@ -340,8 +330,8 @@ TEST(ConvTest, TypeSetsByVersion) {
 
 // A constant float16 W is widened once at creation; the result is the same as with W fed.
 TEST(ConvTest, PrepackedConstantWeightsGiveTheSameBits) {
-  const Value x = FloatTensor(E::kFloat16, {1, 2, 5, 5}, Random(50, 4));
-  const Value w = FloatTensor(E::kFloat16, {3, 2, 3, 3}, Random(54, 5));
+  const Value x = FloatTensor(E::kFloat16, {1, 2, 5, 5}, RandomUnit(50, 4));
+  const Value w = FloatTensor(E::kFloat16, {3, 2, 3, 3}, RandomUnit(54, 5));
   auto fed = KernelRunner("Conv", 11).Run({x, w}).value();
   auto packed = KernelRunner("Conv", 11).ConstantInput(1).Run({x, w}).value();
   EXPECT_EQ(DescribeDifference(fed[0], packed[0]), std::nullopt);
@@ -475,8 +465,9 @@ Result<std::vector<Value>> RunBad(const BadCase& t, bool unknown, const Limits& 
   if (!t.auto_pad.empty()) r.StringAttr("auto_pad", t.auto_pad);
   if (unknown) r.UnknownShapes();
   r.WithLimits(limits);
-  std::vector<Value> in = {Floats(t.x, Random(Count(t.x), 1)), Floats(t.w, Random(Count(t.w), 2))};
-  if (t.b) in.push_back(Floats(*t.b, Random(Count(*t.b), 3)));
+  std::vector<Value> in = {Floats(t.x, RandomUnit(Count(t.x), 1)),
+                           Floats(t.w, RandomUnit(Count(t.w), 2))};
+  if (t.b) in.push_back(Floats(*t.b, RandomUnit(Count(*t.b), 3)));
   return r.Run(in);
 }
 
@@ -899,7 +890,7 @@ TEST(ConvBadInputTest, WorkIsBoundedByMaxElements) {
   auto fine =
       KernelRunner("Conv", 11).IntsAttr("pads", {15, 15, 15, 15}).WithLimits(limits).Run({x, w});
   ASSERT_TRUE(fine.ok()) << fine.status().message();
-  EXPECT_EQ(Shape((*fine)[0]), (Dims{1, 1, 16, 16}));
+  EXPECT_EQ(ShapeOf((*fine)[0]), (Dims{1, 1, 16, 16}));
   for (double v : Doubles((*fine)[0])) EXPECT_EQ(v, 1.0);
 }
 

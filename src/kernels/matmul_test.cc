@@ -22,16 +22,6 @@ namespace {
 using E = ElementType;
 
 // Deterministic values in [-1, 1).
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::vector<float> out(n);
-  uint32_t s = seed * 2654435761u + 1;
-  for (float& v : out) {
-    s = s * 1664525u + 1013904223u;
-    v = static_cast<float>(s >> 8) / static_cast<float>(1 << 23) - 1.0f;
-  }
-  return out;
-}
-
 // |actual - expected| <= atol + rtol * |expected| elementwise.
 void ExpectClose(const std::vector<double>& actual, const std::vector<double>& expected,
                  double rtol = 1e-3, double atol = 1e-5) {
@@ -81,10 +71,10 @@ TEST(ReferenceGemmTest, EqualsTheNaiveLoopBitForBit) {
     for (int trans = 0; trans < 4; ++trans) {
       for (bool accumulate : {false, true}) {
         const bool ta = trans & 1, tb = trans & 2;
-        const auto a = Random(static_cast<size_t>(m * k), 1);
-        const auto b = Random(static_cast<size_t>(k * n), 2);
+        const auto a = RandomUnit(static_cast<size_t>(m * k), 1);
+        const auto b = RandomUnit(static_cast<size_t>(k * n), 2);
         const int64_t ldc = n + 3;
-        std::vector<float> c = Random(static_cast<size_t>(m * ldc), 3);
+        std::vector<float> c = RandomUnit(static_cast<size_t>(m * ldc), 3);
         std::vector<float> expect = c;
         for (int64_t i = 0; i < m; ++i) {
           for (int64_t j = 0; j < n; ++j) {
@@ -130,11 +120,11 @@ TEST(ReferenceGemmTest, IntegersWrapAndKZeroGivesZeros) {
 
 TEST(MatMulTest, BatchedBroadcastingMatchesFloat64) {
   // [2, 1, 3, 40] x [5, 40, 6] -> [2, 5, 3, 6]: A's batch (2, 1) against B's (5).
-  const auto a = Random(size_t{2} * 3 * 40, 4), b = Random(size_t{5} * 40 * 6, 5);
+  const auto a = RandomUnit(size_t{2} * 3 * 40, 4), b = RandomUnit(size_t{5} * 40 * 6, 5);
   auto out = RunAllWays([] { return KernelRunner("MatMul", 13); },
                         {Floats({2, 1, 3, 40}, a), Floats({5, 40, 6}, b)});
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{2, 5, 3, 6}));
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{2, 5, 3, 6}));
   std::vector<double> expect;
   for (int64_t i = 0; i < 2; ++i) {
     std::vector<float> ai(a.begin() + i * 120, a.begin() + (i + 1) * 120);
@@ -145,29 +135,29 @@ TEST(MatMulTest, BatchedBroadcastingMatchesFloat64) {
 }
 
 TEST(MatMulTest, OneDimensionalOperands) {
-  const auto v = Random(4, 6), m = Random(size_t{4} * 3, 7);
+  const auto v = RandomUnit(4, 6), m = RandomUnit(size_t{4} * 3, 7);
   // [4] x [4, 3] -> [3]
   auto out =
       RunAllWays([] { return KernelRunner("MatMul", 13); }, {Floats({4}, v), Floats({4, 3}, m)});
-  EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{3}));
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{3}));
   ExpectClose(Doubles(out[0]), RefMatMul(v, m, 1, 4, 3, 1, 1));
   // [3, 4] x [4] -> [3]
   out = RunAllWays([] { return KernelRunner("MatMul", 13); }, {Floats({3, 4}, m), Floats({4}, v)});
-  EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{3}));
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{3}));
   ExpectClose(Doubles(out[0]), RefMatMul(m, v, 3, 4, 1, 1, 1));
   // [4] x [4] -> []
   out = RunAllWays([] { return KernelRunner("MatMul", 9); }, {Floats({4}, v), Floats({4}, v)});
-  EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{}));
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{}));
   ExpectClose(Doubles(out[0]), RefMatMul(v, v, 1, 4, 1, 1, 1));
   // [2, 3, 4] x [4] -> [2, 3]; [4] x [2, 4, 3] -> [2, 3]
-  const auto batch = Random(size_t{2} * 3 * 4, 8);
+  const auto batch = RandomUnit(size_t{2} * 3 * 4, 8);
   out = RunAllWays([] { return KernelRunner("MatMul", 13); },
                    {Floats({2, 3, 4}, batch), Floats({4}, v)});
-  EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{2, 3}));
   ExpectClose(Doubles(out[0]), RefMatMul(batch, v, 3, 4, 1, 2, 1));
   out = RunAllWays([] { return KernelRunner("MatMul", 13); },
                    {Floats({4}, v), Floats({2, 4, 3}, batch)});
-  EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{2, 3}));
   ExpectClose(Doubles(out[0]), RefMatMul(v, batch, 1, 4, 3, 1, 2));
 }
 
@@ -175,15 +165,15 @@ TEST(MatMulTest, EmptyDimsGiveEmptyOrZeroResults) {
   // K = 0: zeros of shape [2, 3]; M = 0: shape [0, 3].
   auto out = RunAllWays([] { return KernelRunner("MatMul", 13); },
                         {Floats({2, 0}, {}), Floats({0, 3}, {})});
-  EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(Doubles(out[0]), std::vector<double>(6, 0.0));
   out = RunAllWays([] { return KernelRunner("MatMul", 13); },
-                   {Floats({0, 2}, {}), Floats({2, 3}, Random(6, 1))});
-  EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{0, 3}));
+                   {Floats({0, 2}, {}), Floats({2, 3}, RandomUnit(6, 1))});
+  EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{0, 3}));
 }
 
 TEST(MatMulTest, FloatTypesRoundOnceFromFloat) {
-  const auto a = Random(size_t{3} * 17, 9), b = Random(size_t{17} * 2, 10);
+  const auto a = RandomUnit(size_t{3} * 17, 9), b = RandomUnit(size_t{17} * 2, 10);
   for (E type : {E::kDouble, E::kFloat16, E::kBfloat16}) {
     SCOPED_TRACE(ElementTypeName(type));
     const Value va = FloatTensor(type, {3, 17}, a), vb = FloatTensor(type, {17, 2}, b);
@@ -242,8 +232,8 @@ TEST(MatMulTest, BadShapesAreRefusedWithTheRule) {
     for (int64_t d : b) nb *= d;
     KernelRunner r("MatMul", 13);
     if (unknown) r.UnknownShapes();
-    return r.Run({Floats(a, Random(static_cast<size_t>(na), 1)),
-                  Floats(b, Random(static_cast<size_t>(nb), 2))});
+    return r.Run({Floats(a, RandomUnit(static_cast<size_t>(na), 1)),
+                  Floats(b, RandomUnit(static_cast<size_t>(nb), 2))});
   };
   for (bool unknown : {false, true}) {  // at plan time and (shapes unknown) at run time
     EXPECT_STATUS(run({2, 3}, {4, 2}, unknown), StatusCode::kInvalidArgument,
@@ -261,7 +251,7 @@ TEST(MatMulTest, OutputCheckedAgainstLimitsBeforeAllocating) {
   // [300, 1] x [1, 300] -> 90000 floats.
   auto r = KernelRunner("MatMul", 13)
                .WithLimits(limits)
-               .Run({Floats({300, 1}, Random(300, 1)), Floats({1, 300}, Random(300, 2))});
+               .Run({Floats({300, 1}, RandomUnit(300, 1)), Floats({1, 300}, RandomUnit(300, 2))});
   EXPECT_STATUS(r, StatusCode::kResourceExhausted, "max_tensor_bytes");
 }
 
@@ -299,7 +289,7 @@ TEST(GemmTest, TransposesAlphaBetaAndEveryBroadcastOfC) {
       SCOPED_TRACE(fmt::format("trans {} C [{}]", trans, fmt::join(cs, ",")));
       int64_t cn = 1;
       for (int64_t d : cs) cn *= d;
-      const auto a = Random(m * k, 11), b = Random(k * n, 12), c = Random(cn, 13);
+      const auto a = RandomUnit(m * k, 11), b = RandomUnit(k * n, 12), c = RandomUnit(cn, 13);
       auto make = [&] {
         KernelRunner r("Gemm", 13);
         r.IntAttr("transA", ta)
@@ -313,14 +303,14 @@ TEST(GemmTest, TransposesAlphaBetaAndEveryBroadcastOfC) {
                             Floats(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n}, b),
                             Floats(cs, c)});
       ASSERT_EQ(out.size(), 1u);
-      EXPECT_EQ(Shape(out[0]), (std::vector<int64_t>{m, n}));
+      EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{m, n}));
       ExpectClose(Doubles(out[0]), RefGemm(a, b, &c, cs, m, n, k, ta, tb, 0.5, -2.0));
     }
   }
 }
 
 TEST(GemmTest, OptionalCFromVersion11AndDefaults) {
-  const auto a = Random(size_t{3} * 4, 14), b = Random(size_t{4} * 2, 15);
+  const auto a = RandomUnit(size_t{3} * 4, 14), b = RandomUnit(size_t{4} * 2, 15);
   for (int v : {11, 13}) {
     auto out =
         RunAllWays([v] { return KernelRunner("Gemm", v); }, {Floats({3, 4}, a), Floats({4, 2}, b)});
@@ -339,7 +329,8 @@ TEST(GemmTest, OptionalCFromVersion11AndDefaults) {
 }
 
 TEST(GemmTest, Version1And6BroadcastAttribute) {
-  const auto a = Random(size_t{2} * 3, 16), b = Random(size_t{3} * 4, 17), c = Random(4, 18);
+  const auto a = RandomUnit(size_t{2} * 3, 16), b = RandomUnit(size_t{3} * 4, 17),
+             c = RandomUnit(4, 18);
   for (int v : {1, 6}) {
     SCOPED_TRACE(v);
     // broadcast=0 (the default) needs C of shape (M, N).
@@ -349,7 +340,7 @@ TEST(GemmTest, Version1And6BroadcastAttribute) {
     EXPECT_STATUS(
         KernelRunner("Gemm", v).Run({Floats({2, 3}, a), Floats({3, 4}, b), Floats({1, 4}, c)}),
         StatusCode::kInvalidArgument, "C's dim 0 is 1; it must be 2 (M");
-    auto full = Random(8, 19);
+    auto full = RandomUnit(8, 19);
     auto out = RunAllWays([v] { return KernelRunner("Gemm", v); },
                           {Floats({2, 3}, a), Floats({3, 4}, b), Floats({2, 4}, full)});
     ExpectClose(Doubles(out[0]), RefGemm(a, b, &full, {2, 4}, 2, 4, 3, false, false, 1, 1));
@@ -370,7 +361,8 @@ TEST(GemmTest, Version1And6BroadcastAttribute) {
 }
 
 TEST(GemmTest, TypeSetsByVersion) {
-  const auto a = Random(size_t{2} * 3, 20), b = Random(size_t{3} * 2, 21), c = Random(2, 22);
+  const auto a = RandomUnit(size_t{2} * 3, 20), b = RandomUnit(size_t{3} * 2, 21),
+             c = RandomUnit(2, 22);
   for (E type : {E::kFloat16, E::kDouble, E::kBfloat16}) {
     SCOPED_TRACE(ElementTypeName(type));
     const Value va = FloatTensor(type, {2, 3}, a), vb = FloatTensor(type, {3, 2}, b),
@@ -436,8 +428,8 @@ TEST(GemmTest, BadShapesAreRefusedWithTheRule) {
     KernelRunner r("Gemm", 13);
     r.IntAttr("transA", ta);
     if (unknown) r.UnknownShapes();
-    return r.Run({Floats(a, Random(count(a), 1)), Floats(b, Random(count(b), 2)),
-                  Floats(c, Random(count(c), 3))});
+    return r.Run({Floats(a, RandomUnit(count(a), 1)), Floats(b, RandomUnit(count(b), 2)),
+                  Floats(c, RandomUnit(count(c), 3))});
   };
   for (bool unknown : {false, true}) {
     EXPECT_STATUS(run({2, 3}, {4, 2}, {2}, unknown), StatusCode::kInvalidArgument,
@@ -455,10 +447,11 @@ TEST(GemmTest, BadShapesAreRefusedWithTheRule) {
   }
   Limits limits;
   limits.max_tensor_bytes = 1000;
-  EXPECT_STATUS(KernelRunner("Gemm", 13)
-                    .WithLimits(limits)
-                    .Run({Floats({300, 1}, Random(300, 1)), Floats({1, 300}, Random(300, 2))}),
-                StatusCode::kResourceExhausted, "max_tensor_bytes");
+  EXPECT_STATUS(
+      KernelRunner("Gemm", 13)
+          .WithLimits(limits)
+          .Run({Floats({300, 1}, RandomUnit(300, 1)), Floats({1, 300}, RandomUnit(300, 2))}),
+      StatusCode::kResourceExhausted, "max_tensor_bytes");
 }
 
 // Through the planner: C is required before Gemm-11; shape errors name the node.
@@ -523,8 +516,8 @@ TEST(MatMulTest, WorkIsBoundedByMaxElements) {
   Limits limits;
   limits.max_elements = 1 << 12;
   // One output of K = 8192 multiply-adds: over a bound of 4096, however small the output.
-  const Value a = Floats({1, 8192}, Random(8192, 5));
-  const Value b = Floats({8192, 1}, Random(8192, 6));
+  const Value a = Floats({1, 8192}, RandomUnit(8192, 5));
+  const Value b = Floats({8192, 1}, RandomUnit(8192, 6));
   for (bool unknown : {false, true}) {
     KernelRunner m("MatMul", 13);
     m.WithLimits(limits);
@@ -537,10 +530,11 @@ TEST(MatMulTest, WorkIsBoundedByMaxElements) {
     if (unknown) g.UnknownShapes();
     EXPECT_STATUS(g.Run({a, b}), StatusCode::kResourceExhausted, "Gemm: the node's work, 8192");
   }
-  EXPECT_TRUE(KernelRunner("MatMul", 13)
-                  .WithLimits(limits)
-                  .Run({Floats({1, 4096}, Random(4096, 5)), Floats({4096, 1}, Random(4096, 6))})
-                  .ok());
+  EXPECT_TRUE(
+      KernelRunner("MatMul", 13)
+          .WithLimits(limits)
+          .Run({Floats({1, 4096}, RandomUnit(4096, 5)), Floats({4096, 1}, RandomUnit(4096, 6))})
+          .ok());
 }
 
 }  // namespace

@@ -122,7 +122,7 @@ TEST(BatchNormTest, InferenceModeEveryVersion) {
     };
     auto out = RunAllWays(make, in);
     ASSERT_EQ(out.size(), 1u);
-    EXPECT_EQ(Shape(out[0]), p.x_shape);
+    EXPECT_EQ(ShapeOf(out[0]), p.x_shape);
     ExpectClose(Doubles(out[0]), RefInference(p, 0.01f));
   }
 }
@@ -137,7 +137,7 @@ TEST(BatchNormTest, RanksOneTwoAndFive) {
   for (const Dims& x : {Dims{4, 3}, Dims{2, 3, 2, 2, 3}}) {
     auto [p, in] = MakeInputs(x, {3});
     auto out = RunAllWays([] { return KernelRunner("BatchNormalization", 9); }, in);
-    EXPECT_EQ(Shape(out[0]), x);
+    EXPECT_EQ(ShapeOf(out[0]), x);
     ExpectClose(Doubles(out[0]), RefInference(p, 1e-5f));
   }
 }
@@ -207,7 +207,7 @@ TEST(BatchNormTest, TrainingModeVersion15) {
   const Training t = RefTraining(p, 0.01f, 0.8f);
   ExpectClose(Doubles(out[0]), t.y);
   EXPECT_EQ(out[1].tensor().element_type(), E::kDouble);
-  EXPECT_EQ(Shape(out[1]), (Dims{2}));
+  EXPECT_EQ(ShapeOf(out[1]), (Dims{2}));
   ExpectClose(Doubles(out[1]), t.running_mean, 1e-6, 1e-7);
   ExpectClose(Doubles(out[2]), t.running_var, 1e-6, 1e-7);
   // Training mode with only Y.

@@ -13,6 +13,7 @@
 
 #include "src/core/float_convert.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/status_matchers.h"
 #include "tests/test_models.h"
 
@@ -21,34 +22,7 @@ namespace {
 
 using E = ElementType;
 
-template <class T>
-std::vector<T> ValuesOf(const Value& v) {
-  auto s = v.tensor().data_as<T>();
-  return {s.begin(), s.end()};
-}
-
-std::vector<int64_t> ShapeOf(const Value& v) {
-  auto s = v.tensor().shape();
-  return {s.begin(), s.end()};
-}
-
 // Deterministic pseudo-random floats in [-4, 4) (a 32-bit LCG).
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::vector<float> out(n);
-  uint32_t s = seed;
-  for (float& v : out) {
-    s = s * 1664525u + 1013904223u;
-    v = static_cast<float>((s >> 8) % 8192) / 1024.0f - 4.0f;
-  }
-  return out;
-}
-
-int64_t Count(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 // Runs op-opset three ways (shapes known, unknown, input 0 a planner constant): KernelRunner
 // checks each inferred type against the result; all three must agree bit for bit.
 std::vector<Value> RunThree(const std::string& op, int opset, const std::vector<Value>& inputs,
@@ -167,7 +141,7 @@ void Configure(KernelRunner& r, const PoolCase& c) {
 // Runs AveragePool-19 and MaxPool-12 (with Indices) on the case and compares with the reference.
 void CheckCase(const PoolCase& c, uint32_t seed) {
   SCOPED_TRACE(::testing::Message() << "kernel " << ::testing::PrintToString(c.kernel));
-  const std::vector<float> x = Random(static_cast<size_t>(Count(c.x_shape)), seed);
+  const std::vector<float> x = RandomGrid(static_cast<size_t>(Count(c.x_shape)), seed);
   const RefResult ref = Reference(c, x);
   auto avg = RunThree("AveragePool", 19, {Floats(c.x_shape, x)}, [&](KernelRunner& r) {
     Configure(r, c);
@@ -176,7 +150,7 @@ void CheckCase(const PoolCase& c, uint32_t seed) {
   });
   ASSERT_EQ(avg.size(), 1u);
   EXPECT_EQ(ShapeOf(avg[0]), c.y_shape);
-  ExpectClose(ValuesOf<float>(avg[0]), ref.avg);
+  ExpectClose(Elements<float>(avg[0]), ref.avg);
   auto max = RunThree(
       "MaxPool", 12, {Floats(c.x_shape, x)},
       [&](KernelRunner& r) {
@@ -188,9 +162,9 @@ void CheckCase(const PoolCase& c, uint32_t seed) {
   ASSERT_EQ(max.size(), 2u);
   EXPECT_EQ(ShapeOf(max[0]), c.y_shape);
   EXPECT_EQ(ShapeOf(max[1]), c.y_shape);
-  const std::vector<float> got = ValuesOf<float>(max[0]);
+  const std::vector<float> got = Elements<float>(max[0]);
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(static_cast<double>(got[i]), ref.max[i]) << i;
-  EXPECT_EQ(ValuesOf<int64_t>(max[1]), ref.argmax);
+  EXPECT_EQ(Elements<int64_t>(max[1]), ref.argmax);
 }
 
 // ---- Values ------------------------------------------------------------------------------------
@@ -202,20 +176,20 @@ TEST(PoolTest, HandComputed1D) {
     r.IntsAttr("kernel_shape", {2}).IntsAttr("strides", {2}).IntsAttr("pads", {1, 1});
   });
   EXPECT_EQ(ShapeOf(avg[0]), (std::vector<int64_t>{1, 1, 3}));
-  EXPECT_EQ(ValuesOf<float>(avg[0]), (std::vector<float>{1.0f, 2.5f, 4.5f}));
+  EXPECT_EQ(Elements<float>(avg[0]), (std::vector<float>{1.0f, 2.5f, 4.5f}));
   auto incl = RunThree("AveragePool", 11, {x}, [](KernelRunner& r) {
     r.IntsAttr("kernel_shape", {2}).IntsAttr("strides", {2}).IntsAttr("pads", {1, 1});
     r.IntAttr("count_include_pad", 1);
   });
-  EXPECT_EQ(ValuesOf<float>(incl[0]), (std::vector<float>{0.5f, 2.5f, 4.5f}));
+  EXPECT_EQ(Elements<float>(incl[0]), (std::vector<float>{0.5f, 2.5f, 4.5f}));
   auto max = RunThree(
       "MaxPool", 8, {x},
       [](KernelRunner& r) {
         r.IntsAttr("kernel_shape", {2}).IntsAttr("strides", {2}).IntsAttr("pads", {1, 1});
       },
       2);
-  EXPECT_EQ(ValuesOf<float>(max[0]), (std::vector<float>{1, 3, 5}));
-  EXPECT_EQ(ValuesOf<int64_t>(max[1]), (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_EQ(Elements<float>(max[0]), (std::vector<float>{1, 3, 5}));
+  EXPECT_EQ(Elements<int64_t>(max[1]), (std::vector<int64_t>{0, 2, 4}));
 }
 
 TEST(PoolTest, CeilModeDropsAWindowStartingInThePadding) {
@@ -229,13 +203,13 @@ TEST(PoolTest, CeilModeDropsAWindowStartingInThePadding) {
       r.IntAttr("ceil_mode", 1);
     })[0];
   };
-  EXPECT_EQ(ValuesOf<float>(run(5, {0, 0})), (std::vector<float>{2, 4, 5}));
-  EXPECT_EQ(ValuesOf<float>(run(6, {0, 1})), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(Elements<float>(run(5, {0, 0})), (std::vector<float>{2, 4, 5}));
+  EXPECT_EQ(Elements<float>(run(6, {0, 1})), (std::vector<float>{2, 4, 6}));
   // Floor mode (default) drops the incomplete last window.
   auto floor =
       RunThree("AveragePool", 10, {Floats({1, 1, 5}, {1, 2, 3, 4, 5})},
                [](KernelRunner& r) { r.IntsAttr("kernel_shape", {2}).IntsAttr("strides", {2}); });
-  EXPECT_EQ(ValuesOf<float>(floor[0]), (std::vector<float>{1.5f, 3.5f}));
+  EXPECT_EQ(Elements<float>(floor[0]), (std::vector<float>{1.5f, 3.5f}));
   // Ceil mode with count_include_pad: the last window reaches past the input (no end padding),
   // and only taps within the padded input count: [5] / 1.
   auto ceil =
@@ -243,7 +217,7 @@ TEST(PoolTest, CeilModeDropsAWindowStartingInThePadding) {
         r.IntsAttr("kernel_shape", {2}).IntsAttr("strides", {2});
         r.IntAttr("ceil_mode", 1).IntAttr("count_include_pad", 1);
       });
-  EXPECT_EQ(ValuesOf<float>(ceil[0]), (std::vector<float>{1.5f, 3.5f, 5.0f}));
+  EXPECT_EQ(Elements<float>(ceil[0]), (std::vector<float>{1.5f, 3.5f, 5.0f}));
 }
 
 TEST(PoolTest, AgainstTheReference) {
@@ -289,7 +263,7 @@ TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   uint32_t seed = 40;
   for (const Case& c : cases) {
-    std::vector<float> x = Random(static_cast<size_t>(Count(c.x)), seed++);
+    std::vector<float> x = RandomGrid(static_cast<size_t>(Count(c.x)), seed++);
     for (size_t i = 0; i < x.size(); i += 7) x[i] = nan;        // some windows hold NaNs
     for (size_t i = 3; i < x.size(); i += 11) x[i] = x[i - 1];  // and ties
     for (const char* op : {"MaxPool", "AveragePool"}) {
@@ -323,16 +297,16 @@ TEST(PoolTest, AutoPad) {
       r.IntsAttr("kernel_shape", {3}).IntsAttr("strides", {2}).StringAttr("auto_pad", pad);
     })[0];
   };
-  EXPECT_EQ(ValuesOf<float>(run("SAME_UPPER", 7, "MaxPool")), (std::vector<float>{2, 4, 6, 7}));
-  EXPECT_EQ(ValuesOf<float>(run("SAME_UPPER", 6, "AveragePool")), (std::vector<float>{2, 4, 5.5f}));
-  EXPECT_EQ(ValuesOf<float>(run("SAME_LOWER", 6, "AveragePool")), (std::vector<float>{1.5f, 3, 5}));
-  EXPECT_EQ(ValuesOf<float>(run("VALID", 7, "AveragePool")), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(Elements<float>(run("SAME_UPPER", 7, "MaxPool")), (std::vector<float>{2, 4, 6, 7}));
+  EXPECT_EQ(Elements<float>(run("SAME_UPPER", 6, "AveragePool")), (std::vector<float>{2, 4, 5.5f}));
+  EXPECT_EQ(Elements<float>(run("SAME_LOWER", 6, "AveragePool")), (std::vector<float>{1.5f, 3, 5}));
+  EXPECT_EQ(Elements<float>(run("VALID", 7, "AveragePool")), (std::vector<float>{2, 4, 6}));
   EXPECT_EQ(ShapeOf(run("VALID", 6, "MaxPool")), (std::vector<int64_t>{1, 1, 2}));
   // Old versions take auto_pad too (AveragePool-1, MaxPool-1).
   auto old = RunThree("AveragePool", 1, {Floats({1, 1, 6}, v6)}, [](KernelRunner& r) {
     r.IntsAttr("kernel_shape", {3}).IntsAttr("strides", {2}).StringAttr("auto_pad", "SAME_LOWER");
   });
-  EXPECT_EQ(ValuesOf<float>(old[0]), (std::vector<float>{1.5f, 3, 5}));
+  EXPECT_EQ(Elements<float>(old[0]), (std::vector<float>{1.5f, 3, 5}));
 }
 
 TEST(PoolTest, MaxPoolTiesKeepTheFirstAndNaNIsSkipped) {
@@ -340,15 +314,15 @@ TEST(PoolTest, MaxPoolTiesKeepTheFirstAndNaNIsSkipped) {
   auto out = RunThree(
       "MaxPool", 12, {Floats({1, 1, 6}, {3, 3, nan, 1, nan, nan})},
       [](KernelRunner& r) { r.IntsAttr("kernel_shape", {2}).IntsAttr("strides", {2}); }, 2);
-  const auto y = ValuesOf<float>(out[0]);
+  const auto y = Elements<float>(out[0]);
   EXPECT_EQ(y[0], 3.0f);
   EXPECT_EQ(y[1], 1.0f);
   EXPECT_TRUE(std::isnan(y[2]));
-  EXPECT_EQ(ValuesOf<int64_t>(out[1]), (std::vector<int64_t>{0, 3, 4}));
+  EXPECT_EQ(Elements<int64_t>(out[1]), (std::vector<int64_t>{0, 3, 4}));
 }
 
 TEST(PoolTest, IndicesAreOptionalAndCountBatchAndChannels) {
-  const std::vector<float> x = Random(size_t{2} * 3 * 4, 7);
+  const std::vector<float> x = RandomGrid(size_t{2} * 3 * 4, 7);
   // Only Y requested.
   auto y = KernelRunner("MaxPool", 12).IntsAttr("kernel_shape", {2}).Run({Floats({2, 3, 4}, x)});
   ASSERT_TRUE(y.ok()) << y.status().message();
@@ -357,7 +331,7 @@ TEST(PoolTest, IndicesAreOptionalAndCountBatchAndChannels) {
   auto both =
       KernelRunner("MaxPool", 12).IntsAttr("kernel_shape", {2}).Run({Floats({2, 3, 4}, x)}, 2);
   ASSERT_TRUE(both.ok());
-  const auto idx = ValuesOf<int64_t>(both.value()[1]);
+  const auto idx = Elements<int64_t>(both.value()[1]);
   for (size_t i = 15; i < 18; ++i) {
     EXPECT_GE(idx[i], 20);
     EXPECT_LT(idx[i], 24);
@@ -372,25 +346,25 @@ TEST(PoolTest, TypeSets) {
   };
   auto r8 = run_max(12, i8);
   ASSERT_TRUE(r8.ok()) << r8.status().message();
-  EXPECT_EQ(ValuesOf<int8_t>(r8.value()[0]), (std::vector<int8_t>{-5, 3, 3}));
+  EXPECT_EQ(Elements<int8_t>(r8.value()[0]), (std::vector<int8_t>{-5, 3, 3}));
   EXPECT_FALSE(run_max(11, i8).ok());
   const Value u8 = MakeTensorOf<uint8_t>(E::kUint8, {1, 1, 3}, {200, 255, 0});
-  EXPECT_EQ(ValuesOf<uint8_t>(run_max(12, u8).value()[0]), (std::vector<uint8_t>{255, 255}));
+  EXPECT_EQ(Elements<uint8_t>(run_max(12, u8).value()[0]), (std::vector<uint8_t>{255, 255}));
   // float16: averages round once.
   const Value h = MakeTensorOf<uint16_t>(E::kFloat16, {1, 1, 3},
                                          {FloatToHalf(1.0f), FloatToHalf(2.0f), FloatToHalf(4.0f)});
   auto avg = KernelRunner("AveragePool", 7).IntsAttr("kernel_shape", {2}).Run({h});
   ASSERT_TRUE(avg.ok());
-  EXPECT_EQ(ValuesOf<uint16_t>(avg.value()[0]),
+  EXPECT_EQ(Elements<uint16_t>(avg.value()[0]),
             (std::vector<uint16_t>{FloatToHalf(1.5f), FloatToHalf(3.0f)}));
   const Value bf = MakeTensorOf<uint16_t>(
       E::kBfloat16, {1, 1, 3}, {FloatToBf16(1.0f), FloatToBf16(2.0f), FloatToBf16(4.0f)});
   EXPECT_FALSE(KernelRunner("AveragePool", 19).IntsAttr("kernel_shape", {2}).Run({bf}).ok());
   auto bavg = KernelRunner("AveragePool", 22).IntsAttr("kernel_shape", {2}).Run({bf});
   ASSERT_TRUE(bavg.ok());
-  EXPECT_EQ(ValuesOf<uint16_t>(bavg.value()[0]),
+  EXPECT_EQ(Elements<uint16_t>(bavg.value()[0]),
             (std::vector<uint16_t>{FloatToBf16(1.5f), FloatToBf16(3.0f)}));
-  EXPECT_EQ(ValuesOf<uint16_t>(run_max(22, bf).value()[0]),
+  EXPECT_EQ(Elements<uint16_t>(run_max(22, bf).value()[0]),
             (std::vector<uint16_t>{FloatToBf16(2.0f), FloatToBf16(4.0f)}));
   EXPECT_FALSE(run_max(12, bf).ok());
   // double.
@@ -398,11 +372,11 @@ TEST(PoolTest, TypeSets) {
                .IntsAttr("kernel_shape", {3})
                .Run({MakeTensorOf<double>(E::kDouble, {1, 1, 3}, {0.1, 0.2, 0.4})});
   ASSERT_TRUE(d.ok());
-  EXPECT_NEAR(ValuesOf<double>(d.value()[0])[0], 0.7 / 3, 1e-15);
+  EXPECT_NEAR(Elements<double>(d.value()[0])[0], 0.7 / 3, 1e-15);
 }
 
 TEST(PoolTest, GlobalAveragePool) {
-  const std::vector<float> x = Random(size_t{2} * 3 * 4 * 5, 3);
+  const std::vector<float> x = RandomGrid(size_t{2} * 3 * 4 * 5, 3);
   auto out = RunThree("GlobalAveragePool", 1, {Floats({2, 3, 4, 5}, x)}, [](KernelRunner&) {});
   EXPECT_EQ(ShapeOf(out[0]), (std::vector<int64_t>{2, 3, 1, 1}));
   std::vector<double> expected;
@@ -411,24 +385,24 @@ TEST(PoolTest, GlobalAveragePool) {
     for (int i = 0; i < 20; ++i) s += x[static_cast<size_t>(p) * 20 + static_cast<size_t>(i)];
     expected.push_back(s / 20);
   }
-  ExpectClose(ValuesOf<float>(out[0]), expected);
+  ExpectClose(Elements<float>(out[0]), expected);
   // 1-D spatial, and rank 2 (no spatial dims: the mean of one value).
   auto one = RunThree("GlobalAveragePool", 1, {Floats({1, 2, 3}, {1, 2, 3, 4, 5, 9})},
                       [](KernelRunner&) {});
-  EXPECT_EQ(ValuesOf<float>(one[0]), (std::vector<float>{2, 6}));
+  EXPECT_EQ(Elements<float>(one[0]), (std::vector<float>{2, 6}));
   auto two = RunThree("GlobalAveragePool", 1, {Floats({1, 2}, {1, 2})}, [](KernelRunner&) {});
   EXPECT_EQ(ShapeOf(two[0]), (std::vector<int64_t>{1, 2}));
   // An empty spatial plane averages no values: NaN.
   auto empty = KernelRunner("GlobalAveragePool", 1).Run({Floats({1, 1, 0}, {})});
   ASSERT_TRUE(empty.ok());
-  EXPECT_TRUE(std::isnan(ValuesOf<float>(empty.value()[0])[0]));
+  EXPECT_TRUE(std::isnan(Elements<float>(empty.value()[0])[0]));
   EXPECT_STATUS(KernelRunner("GlobalAveragePool", 1).Run({Floats({3}, {1, 2, 3})}),
                 StatusCode::kInvalidArgument, "at least 2");
   // bfloat16 from 22.
   const Value bf =
       MakeTensorOf<uint16_t>(E::kBfloat16, {1, 1, 2}, {FloatToBf16(1.0f), FloatToBf16(2.0f)});
   EXPECT_FALSE(KernelRunner("GlobalAveragePool", 1).Run({bf}).ok());
-  EXPECT_EQ(ValuesOf<uint16_t>(KernelRunner("GlobalAveragePool", 22).Run({bf}).value()[0]),
+  EXPECT_EQ(Elements<uint16_t>(KernelRunner("GlobalAveragePool", 22).Run({bf}).value()[0]),
             (std::vector<uint16_t>{FloatToBf16(1.5f)}));
 }
 
@@ -444,7 +418,7 @@ TEST(PoolTest, EmptyInputs) {
                  .IntsAttr("pads", {1, 1})
                  .Run({Floats({1, 1, 0}, {})});
   ASSERT_TRUE(avg.ok()) << avg.status().message();
-  EXPECT_TRUE(std::isnan(ValuesOf<float>(avg.value()[0])[0]));
+  EXPECT_TRUE(std::isnan(Elements<float>(avg.value()[0])[0]));
   EXPECT_STATUS(KernelRunner("MaxPool", 11)
                     .IntsAttr("kernel_shape", {2})
                     .IntsAttr("pads", {1, 1})
@@ -455,7 +429,7 @@ TEST(PoolTest, EmptyInputs) {
 // ---- Bad input ---------------------------------------------------------------------------------
 
 TEST(PoolTest, BadAttributesAreRefused) {
-  const Value x = Floats({1, 1, 4, 4}, Random(16, 1));
+  const Value x = Floats({1, 1, 4, 4}, RandomGrid(16, 1));
   auto run = [&](const std::function<void(KernelRunner&)>& configure,
                  const std::string& op = "AveragePool", int version = 19) {
     KernelRunner r(op, version);
@@ -531,7 +505,7 @@ TEST(PoolTest, BadAttributesAreRefused) {
 }
 
 TEST(PoolTest, BadShapesAreRefused) {
-  const Value x = Floats({1, 1, 4, 4}, Random(16, 1));
+  const Value x = Floats({1, 1, 4, 4}, RandomGrid(16, 1));
   // The kernel larger than the padded input.
   EXPECT_STATUS(KernelRunner("MaxPool", 12).IntsAttr("kernel_shape", {5, 2}).Run({x}),
                 StatusCode::kInvalidArgument, "larger than the padded input size 4");
@@ -679,7 +653,7 @@ TEST(PoolBadInputTest, WindowTapsAreBoundedByMaxElements) {
       KernelRunner r(op, 19);
       r.IntsAttr("kernel_shape", {256}).IntsAttr("pads", {255, 255}).WithLimits(limits);
       if (unknown) r.UnknownShapes();
-      EXPECT_STATUS(r.Run({MakeTensorOf(E::kFloat, {1, 1, 512}, Random(512, 3))}),
+      EXPECT_STATUS(r.Run({MakeTensorOf(E::kFloat, {1, 1, 512}, RandomGrid(512, 3))}),
                     StatusCode::kResourceExhausted,
                     std::string(op) + ": the node's work, 1.964e+05 window taps");
     }
@@ -698,7 +672,7 @@ TEST(PoolBadInputTest, CountIncludePadDivisorOfHugeKernels) {
                  .Run({MakeTensorOf(E::kFloat, {1, 1, 1, 1, 1}, std::vector<float>{1.0f})});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(ShapeOf((*out)[0]), (std::vector<int64_t>{1, 1, 1, 1, 1}));
-  EXPECT_EQ(ValuesOf<float>((*out)[0])[0], std::ldexp(1.0f, -93));
+  EXPECT_EQ(Elements<float>((*out)[0])[0], std::ldexp(1.0f, -93));
 }
 
 TEST(PoolBadInputTest, CeilModeWithAStrideNearInt64Max) {
@@ -713,7 +687,7 @@ TEST(PoolBadInputTest, CeilModeWithAStrideNearInt64Max) {
   ASSERT_TRUE(out.ok()) << out.status().message();
   // The second window would start in the end padding: dropped.
   EXPECT_EQ(ShapeOf((*out)[0]), (std::vector<int64_t>{1, 1, 1}));
-  EXPECT_EQ(ValuesOf<float>((*out)[0])[0], 2.5f);
+  EXPECT_EQ(Elements<float>((*out)[0])[0], 2.5f);
 }
 
 TEST(PoolBadInputTest, SamePadsNearInt64MaxDoNotOverflowTheWindows) {
@@ -737,7 +711,7 @@ TEST(PoolBadInputTest, SamePadsNearInt64MaxDoNotOverflowTheWindows) {
                  .StringAttr("auto_pad", "SAME_UPPER")
                  .Run({MakeTensorOf(E::kFloat, {1, 1, 4}, std::vector<float>{1, 5, 2, 7})});
   ASSERT_TRUE(out.ok()) << out.status().message();
-  EXPECT_EQ(ValuesOf<float>((*out)[0]), (std::vector<float>{2, 7, 2, 7}));
+  EXPECT_EQ(Elements<float>((*out)[0]), (std::vector<float>{2, 7, 2, 7}));
 }
 
 TEST(PoolBadInputTest, SamePadsWhosePaddedExtentOverflowsAreRefused) {

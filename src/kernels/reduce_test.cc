@@ -12,6 +12,7 @@
 
 #include "src/core/float_convert.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/status_matchers.h"
 #include "tests/test_models.h"
 
@@ -19,32 +20,6 @@ namespace idem::testing {
 namespace {
 
 using E = ElementType;
-
-template <class T>
-std::vector<T> ValuesOf(const Value& v) {
-  auto s = v.tensor().data_as<T>();
-  return {s.begin(), s.end()};
-}
-
-std::vector<int64_t> ShapeOf(const Value& v) {
-  auto s = v.tensor().shape();
-  return {s.begin(), s.end()};
-}
-
-Value Int64s(std::vector<int64_t> v) {
-  const auto n = static_cast<int64_t>(v.size());
-  return MakeTensorOf<int64_t>(E::kInt64, {n}, std::move(v));
-}
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::vector<float> out(n);
-  uint32_t s = seed;
-  for (float& v : out) {
-    s = s * 1664525u + 1013904223u;
-    v = static_cast<float>((s >> 8) % 8192) / 1024.0f - 4.0f;
-  }
-  return out;
-}
 
 // Runs three ways (shapes known, unknown, every input a planner constant) and checks they agree.
 Value RunThree(const std::string& op, int opset, const std::vector<Value>& inputs,
@@ -113,7 +88,7 @@ void ExpectClose(const std::vector<float>& actual, const std::vector<double>& ex
 // ---- Values and shapes -------------------------------------------------------------------------
 
 TEST(ReduceTest, EveryAxisSetAgainstTheReference) {
-  const std::vector<float> x = Random(24, 5);
+  const std::vector<float> x = RandomGrid(24, 5);
   const Value in = Floats({2, 3, 4}, x);
   // Every subset of the three axes, with keepdims 1 and 0, for both ops and both ways of
   // giving the axes (attribute: 13, input: 18).
@@ -138,14 +113,14 @@ TEST(ReduceTest, EveryAxisSetAgainstTheReference) {
         const Value a = RunThree(op, 13, {in}, [&](KernelRunner& r) {
           r.IntsAttr("axes", axes).IntAttr("keepdims", keepdims);
         });
-        const Value b = RunThree(op, 18, {in, Int64s(axes)},
+        const Value b = RunThree(op, 18, {in, I64(axes)},
                                  [&](KernelRunner& r) { r.IntAttr("keepdims", keepdims); });
         EXPECT_EQ(ShapeOf(a), keepdims ? keep_shape : drop_shape);
         EXPECT_EQ(DescribeDifference(a, b), std::nullopt);
         if (mean) {
-          ExpectClose(ValuesOf<float>(a), expected);
+          ExpectClose(Elements<float>(a), expected);
         } else {
-          const auto got = ValuesOf<float>(a);
+          const auto got = Elements<float>(a);
           for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << i;
         }
       }
@@ -158,22 +133,22 @@ TEST(ReduceTest, DefaultAxesReduceEverything) {
   for (int version : {1, 11, 13, 18}) {
     const Value m = RunThree("ReduceMean", version, {in});
     EXPECT_EQ(ShapeOf(m), (std::vector<int64_t>{1, 1})) << version;
-    EXPECT_EQ(ValuesOf<float>(m), (std::vector<float>{23.0f / 6})) << version;
+    EXPECT_EQ(Elements<float>(m), (std::vector<float>{23.0f / 6})) << version;
   }
   const Value mx =
       RunThree("ReduceMax", 20, {in}, [](KernelRunner& r) { r.IntAttr("keepdims", 0); });
   EXPECT_EQ(ShapeOf(mx), (std::vector<int64_t>{}));
-  EXPECT_EQ(ValuesOf<float>(mx), (std::vector<float>{8}));
+  EXPECT_EQ(Elements<float>(mx), (std::vector<float>{8}));
   // An empty axes attribute (before 18) also means every axis.
   const Value e = RunThree("ReduceMax", 13, {in}, [](KernelRunner& r) { r.IntsAttr("axes", {}); });
-  EXPECT_EQ(ValuesOf<float>(e), (std::vector<float>{8}));
+  EXPECT_EQ(Elements<float>(e), (std::vector<float>{8}));
   // 18: an empty axes input, too (unless noop_with_empty_axes).
-  const Value f = RunThree("ReduceMax", 18, {in, Int64s({})});
+  const Value f = RunThree("ReduceMax", 18, {in, I64({})});
   EXPECT_EQ(ShapeOf(f), (std::vector<int64_t>{1, 1}));
   // A scalar reduces to itself.
   const Value s = RunThree("ReduceMean", 13, {Floats({}, {2.5f})});
   EXPECT_EQ(ShapeOf(s), (std::vector<int64_t>{}));
-  EXPECT_EQ(ValuesOf<float>(s), (std::vector<float>{2.5f}));
+  EXPECT_EQ(Elements<float>(s), (std::vector<float>{2.5f}));
 }
 
 TEST(ReduceTest, NoopWithEmptyAxes) {
@@ -184,10 +159,10 @@ TEST(ReduceTest, NoopWithEmptyAxes) {
     };
     const Value a = RunThree(op, 18, {in}, noop);
     EXPECT_EQ(DescribeDifference(in, a), std::nullopt) << op;
-    const Value b = RunThree(op, 18, {in, Int64s({})}, noop);
+    const Value b = RunThree(op, 18, {in, I64({})}, noop);
     EXPECT_EQ(DescribeDifference(in, b), std::nullopt) << op;
     // Non-empty axes still reduce.
-    const Value c = RunThree(op, 18, {in, Int64s({1})}, noop);
+    const Value c = RunThree(op, 18, {in, I64({1})}, noop);
     EXPECT_EQ(ShapeOf(c), (std::vector<int64_t>{2})) << op;
   }
 }
@@ -195,9 +170,9 @@ TEST(ReduceTest, NoopWithEmptyAxes) {
 TEST(ReduceTest, AxesInputKnownOnlyAtRunTime) {
   // A non-constant axes input: keepdims keeps the rank (dims unknown), keepdims 0 the rank
   // unknown; KernelRunner checks the inference is compatible with the result.
-  const Value in = Floats({2, 1, 3}, Random(6, 2));
+  const Value in = Floats({2, 1, 3}, RandomGrid(6, 2));
   KernelRunner keep("ReduceMean", 18);
-  auto k = keep.Run({in, Int64s({0})});
+  auto k = keep.Run({in, I64({0})});
   ASSERT_TRUE(k.ok()) << k.status().message();
   EXPECT_EQ(ShapeOf(k.value()[0]), (std::vector<int64_t>{1, 1, 3}));
   ASSERT_TRUE(keep.inferred()[0].shape().has_value());
@@ -206,14 +181,14 @@ TEST(ReduceTest, AxesInputKnownOnlyAtRunTime) {
   EXPECT_EQ((*keep.inferred()[0].shape())[1].value, 1);
   KernelRunner drop("ReduceMax", 18);
   drop.IntAttr("keepdims", 0);
-  auto d = drop.Run({in, Int64s({2, 0})});
+  auto d = drop.Run({in, I64({2, 0})});
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(ShapeOf(d.value()[0]), (std::vector<int64_t>{1}));
   EXPECT_FALSE(drop.inferred()[0].shape().has_value());
   // A constant axes input gives the full shape at planning.
   KernelRunner known("ReduceMax", 18);
   known.IntAttr("keepdims", 0).ConstantInput(1);
-  ASSERT_TRUE(known.Run({in, Int64s({2, 0})}).ok());
+  ASSERT_TRUE(known.Run({in, I64({2, 0})}).ok());
   ASSERT_TRUE(known.inferred()[0].shape().has_value());
   EXPECT_EQ((*known.inferred()[0].shape())[0].value, 1);
 }
@@ -222,12 +197,12 @@ TEST(ReduceTest, MaxPropagatesNaNAndHandlesInfinities) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   const Value in = Floats({3, 3}, {1, nan, 2, -inf, -inf, -inf, nan, 3, inf});
-  const auto got = ValuesOf<float>(
+  const auto got = Elements<float>(
       RunThree("ReduceMax", 13, {in}, [](KernelRunner& r) { r.IntsAttr("axes", {1}); }));
   EXPECT_TRUE(std::isnan(got[0]));
   EXPECT_EQ(got[1], -inf);
   EXPECT_TRUE(std::isnan(got[2]));
-  const auto mean = ValuesOf<float>(
+  const auto mean = Elements<float>(
       RunThree("ReduceMean", 13, {in}, [](KernelRunner& r) { r.IntsAttr("axes", {1}); }));
   EXPECT_TRUE(std::isnan(mean[0]));
   EXPECT_EQ(mean[1], -inf);
@@ -238,20 +213,19 @@ TEST(ReduceTest, EmptySets) {
   // (floats) or 0 (integers).
   const Value f = Floats({2, 0}, {});
   auto axes1 = [](KernelRunner& r) { r.IntsAttr("axes", {1}); };
-  EXPECT_EQ(ValuesOf<float>(RunThree("ReduceMax", 13, {f}, axes1)),
+  EXPECT_EQ(Elements<float>(RunThree("ReduceMax", 13, {f}, axes1)),
             (std::vector<float>{-INFINITY, -INFINITY}));
-  const auto m = ValuesOf<float>(RunThree("ReduceMean", 13, {f}, axes1));
+  const auto m = Elements<float>(RunThree("ReduceMean", 13, {f}, axes1));
   ASSERT_EQ(m.size(), 2u);
   EXPECT_TRUE(std::isnan(m[0]) && std::isnan(m[1]));
   const Value i = MakeTensorOf<int32_t>(E::kInt32, {1, 0}, {});
-  EXPECT_EQ(ValuesOf<int32_t>(RunThree("ReduceMax", 13, {i}, axes1)),
+  EXPECT_EQ(Elements<int32_t>(RunThree("ReduceMax", 13, {i}, axes1)),
             (std::vector<int32_t>{std::numeric_limits<int32_t>::min()}));
-  EXPECT_EQ(ValuesOf<int32_t>(RunThree("ReduceMean", 13, {i}, axes1)), (std::vector<int32_t>{0}));
+  EXPECT_EQ(Elements<int32_t>(RunThree("ReduceMean", 13, {i}, axes1)), (std::vector<int32_t>{0}));
   const Value u = MakeTensorOf<uint8_t>(E::kUint8, {1, 0}, {});
-  EXPECT_EQ(ValuesOf<uint8_t>(RunThree("ReduceMax", 13, {u}, axes1)), (std::vector<uint8_t>{0}));
+  EXPECT_EQ(Elements<uint8_t>(RunThree("ReduceMax", 13, {u}, axes1)), (std::vector<uint8_t>{0}));
   const Value b = MakeTensorOf<uint8_t>(E::kBool, {1, 0}, {});
-  EXPECT_EQ(ValuesOf<uint8_t>(RunThree("ReduceMax", 20, {b, Int64s({1})})),
-            (std::vector<uint8_t>{0}));
+  EXPECT_EQ(Elements<uint8_t>(RunThree("ReduceMax", 20, {b, I64({1})})), (std::vector<uint8_t>{0}));
   // Reducing the non-empty axis of an empty tensor gives an empty result.
   EXPECT_EQ(
       ShapeOf(RunThree("ReduceMean", 13, {f}, [](KernelRunner& r) { r.IntsAttr("axes", {0}); })),
@@ -262,54 +236,54 @@ TEST(ReduceTest, IntegerMeanIsExactAndTruncates) {
   // int64 values whose sum overflows int64: the mean is exact.
   const int64_t big = std::numeric_limits<int64_t>::max();
   const Value x = MakeTensorOf<int64_t>(E::kInt64, {3}, {big, big, big - 3});
-  EXPECT_EQ(ValuesOf<int64_t>(RunThree("ReduceMean", 13, {x})), (std::vector<int64_t>{big - 1}));
+  EXPECT_EQ(Elements<int64_t>(RunThree("ReduceMean", 13, {x})), (std::vector<int64_t>{big - 1}));
   // Truncation toward zero: mean(-3, -4) = -3.5 -> -3; mean(7, 8) = 7.5 -> 7.
   const Value y = MakeTensorOf<int32_t>(E::kInt32, {2, 2}, {-3, 7, -4, 8});
-  EXPECT_EQ(ValuesOf<int32_t>(
+  EXPECT_EQ(Elements<int32_t>(
                 RunThree("ReduceMean", 13, {y}, [](KernelRunner& r) { r.IntsAttr("axes", {0}); })),
             (std::vector<int32_t>{-3, 7}));
   const uint64_t umax = std::numeric_limits<uint64_t>::max();
   const Value z = MakeTensorOf<uint64_t>(E::kUint64, {2}, {umax, umax - 1});
-  EXPECT_EQ(ValuesOf<uint64_t>(RunThree("ReduceMean", 13, {z})), (std::vector<uint64_t>{umax - 1}));
+  EXPECT_EQ(Elements<uint64_t>(RunThree("ReduceMean", 13, {z})), (std::vector<uint64_t>{umax - 1}));
 }
 
 TEST(ReduceTest, TypeSets) {
   const Value i8 = MakeTensorOf<int8_t>(E::kInt8, {3}, {-5, 7, -128});
   EXPECT_FALSE(KernelRunner("ReduceMax", 11).Run({i8}).ok());
-  EXPECT_EQ(ValuesOf<int8_t>(RunThree("ReduceMax", 12, {i8})), (std::vector<int8_t>{7}));
+  EXPECT_EQ(Elements<int8_t>(RunThree("ReduceMax", 12, {i8})), (std::vector<int8_t>{7}));
   EXPECT_FALSE(KernelRunner("ReduceMean", 13).Run({i8}).ok());  // never in ReduceMean
   const Value b = MakeTensorOf<uint8_t>(E::kBool, {3}, {0, 1, 0});
   EXPECT_FALSE(KernelRunner("ReduceMax", 18).Run({b}).ok());
-  EXPECT_EQ(ValuesOf<uint8_t>(RunThree("ReduceMax", 20, {b})), (std::vector<uint8_t>{1}));
+  EXPECT_EQ(Elements<uint8_t>(RunThree("ReduceMax", 20, {b})), (std::vector<uint8_t>{1}));
   const Value bf = MakeTensorOf<uint16_t>(
       E::kBfloat16, {3}, {FloatToBf16(1.0f), FloatToBf16(2.0f), FloatToBf16(4.0f)});
   EXPECT_FALSE(KernelRunner("ReduceMean", 11).Run({bf}).ok());
   // bfloat16 mean: 7/3 rounds once to the nearest bfloat16.
-  EXPECT_EQ(ValuesOf<uint16_t>(RunThree("ReduceMean", 13, {bf})),
+  EXPECT_EQ(Elements<uint16_t>(RunThree("ReduceMean", 13, {bf})),
             (std::vector<uint16_t>{FloatToBf16(7.0f / 3)}));
-  EXPECT_EQ(ValuesOf<uint16_t>(RunThree("ReduceMax", 13, {bf})),
+  EXPECT_EQ(Elements<uint16_t>(RunThree("ReduceMax", 13, {bf})),
             (std::vector<uint16_t>{FloatToBf16(4.0f)}));
   const Value h = MakeTensorOf<uint16_t>(E::kFloat16, {3},
                                          {FloatToHalf(1.0f), FloatToHalf(2.0f), FloatToHalf(4.0f)});
-  EXPECT_EQ(ValuesOf<uint16_t>(RunThree("ReduceMean", 1, {h})),
+  EXPECT_EQ(Elements<uint16_t>(RunThree("ReduceMean", 1, {h})),
             (std::vector<uint16_t>{FloatToHalf(7.0f / 3)}));
   const Value d = MakeTensorOf<double>(E::kDouble, {3}, {0.1, 0.2, 0.4});
-  EXPECT_NEAR(ValuesOf<double>(RunThree("ReduceMean", 13, {d}))[0], 0.7 / 3, 1e-16);
+  EXPECT_NEAR(Elements<double>(RunThree("ReduceMean", 13, {d}))[0], 0.7 / 3, 1e-16);
 }
 
 // ---- Bad input ---------------------------------------------------------------------------------
 
 TEST(ReduceTest, BadInputIsRefused) {
-  const Value in = Floats({2, 3}, Random(6, 9));
+  const Value in = Floats({2, 3}, RandomGrid(6, 9));
   EXPECT_STATUS(KernelRunner("ReduceMax", 13).IntsAttr("axes", {2}).Run({in}),
                 StatusCode::kInvalidArgument, "axis 2 is outside [-2, 1]");
   EXPECT_STATUS(KernelRunner("ReduceMax", 13).IntsAttr("axes", {2}).UnknownShapes().Run({in}),
                 StatusCode::kInvalidArgument, "axis 2 is outside");
   EXPECT_STATUS(KernelRunner("ReduceMean", 11).IntsAttr("axes", {0, -2}).Run({in}),
                 StatusCode::kInvalidArgument, "repeated");
-  EXPECT_STATUS(KernelRunner("ReduceMean", 18).Run({in, Int64s({-3})}),
-                StatusCode::kInvalidArgument, "axis -3 is outside");
-  EXPECT_STATUS(KernelRunner("ReduceMean", 18).ConstantInput(1).Run({in, Int64s({5})}),
+  EXPECT_STATUS(KernelRunner("ReduceMean", 18).Run({in, I64({-3})}), StatusCode::kInvalidArgument,
+                "axis -3 is outside");
+  EXPECT_STATUS(KernelRunner("ReduceMean", 18).ConstantInput(1).Run({in, I64({5})}),
                 StatusCode::kInvalidArgument, "axis 5 is outside");
   EXPECT_STATUS(
       KernelRunner("ReduceMean", 18).Run({in, MakeTensorOf<int64_t>(E::kInt64, {1, 1}, {0})}),

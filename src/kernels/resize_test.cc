@@ -15,32 +15,13 @@
 #include "src/core/float_convert.h"
 #include "src/kernels/schema_oracle_test.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/test_models.h"
 
 namespace idem::testing {
 namespace {
 
 using E = ElementType;
-
-template <class T>
-std::vector<T> Elements(const Value& v) {
-  auto s = v.tensor().data_as<T>();
-  return {s.begin(), s.end()};
-}
-
-std::vector<int64_t> ShapeOf(const Value& v) {
-  return {v.tensor().shape().begin(), v.tensor().shape().end()};
-}
-
-Value I64(std::vector<int64_t> v) {
-  const auto n = static_cast<int64_t>(v.size());
-  return MakeTensorOf<int64_t>(E::kInt64, {n}, std::move(v));
-}
-
-Value F32(std::vector<float> v) {
-  const auto n = static_cast<int64_t>(v.size());
-  return Floats({n}, std::move(v));
-}
 
 struct Case {
   int opset = 19;

@@ -11,6 +11,7 @@
 
 #include "src/core/float_convert.h"
 #include "tests/kernel_runner.h"
+#include "tests/kernel_test_util.h"
 #include "tests/status_matchers.h"
 #include "tests/test_models.h"
 
@@ -18,22 +19,6 @@ namespace idem::testing {
 namespace {
 
 using E = ElementType;
-
-template <class T>
-std::vector<T> ValuesOf(const Value& v) {
-  auto s = v.tensor().data_as<T>();
-  return {s.begin(), s.end()};
-}
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::vector<float> out(n);
-  uint32_t s = seed;
-  for (float& v : out) {
-    s = s * 1664525u + 1013904223u;
-    v = static_cast<float>((s >> 8) % 8192) / 1024.0f - 4.0f;
-  }
-  return out;
-}
 
 Value RunThree(int opset, const Value& x, const std::function<void(KernelRunner&)>& configure) {
   std::vector<Value> results;
@@ -90,7 +75,7 @@ void ExpectClose(const std::vector<float>& actual, const std::vector<double>& ex
 }
 
 TEST(SoftmaxTest, EveryAxisAndBothSemantics) {
-  const std::vector<float> x = Random(24, 11);
+  const std::vector<float> x = RandomGrid(24, 11);
   const Value in = Floats({2, 3, 4}, x);
   for (int64_t axis = -3; axis < 3; ++axis) {
     const int64_t a = axis < 0 ? axis + 3 : axis;
@@ -98,33 +83,33 @@ TEST(SoftmaxTest, EveryAxisAndBothSemantics) {
     // 13: the one axis.
     const std::vector<bool> one = {a == 0, a == 1, a == 2};
     ExpectClose(
-        ValuesOf<float>(RunThree(13, in, [&](KernelRunner& r) { r.IntAttr("axis", axis); })),
+        Elements<float>(RunThree(13, in, [&](KernelRunner& r) { r.IntAttr("axis", axis); })),
         Reference(x, one));
     // 1 and 11: the axes from `axis` on, flattened.
     const std::vector<bool> tail = {a <= 0, a <= 1, a <= 2};
     for (int version : {1, 11}) {
       ExpectClose(
-          ValuesOf<float>(RunThree(version, in, [&](KernelRunner& r) { r.IntAttr("axis", axis); })),
+          Elements<float>(RunThree(version, in, [&](KernelRunner& r) { r.IntAttr("axis", axis); })),
           Reference(x, tail));
     }
   }
   // Defaults: 1 before 13 (coerce at axis 1: normalizes over 3 x 4), -1 from 13.
-  ExpectClose(ValuesOf<float>(RunThree(11, in, [](KernelRunner&) {})),
+  ExpectClose(Elements<float>(RunThree(11, in, [](KernelRunner&) {})),
               Reference(x, {false, true, true}));
-  ExpectClose(ValuesOf<float>(RunThree(13, in, [](KernelRunner&) {})),
+  ExpectClose(Elements<float>(RunThree(13, in, [](KernelRunner&) {})),
               Reference(x, {false, false, true}));
 }
 
 TEST(SoftmaxTest, LargeAndInfiniteInputs) {
   // Large values do not overflow (the maximum is subtracted first).
   const Value big = Floats({1, 4}, {10000, 10001, 10002, 10003});
-  ExpectClose(ValuesOf<float>(RunThree(13, big, [](KernelRunner&) {})),
+  ExpectClose(Elements<float>(RunThree(13, big, [](KernelRunner&) {})),
               {0.0320586, 0.0871443, 0.2368828, 0.6439142});
   // -inf entries give 0; a slice of only -inf, or with +inf or NaN, is NaN (as numpy).
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Value x = Floats({4, 2}, {-inf, 0, -inf, -inf, inf, 1, nan, 1});
-  const auto y = ValuesOf<float>(RunThree(13, x, [](KernelRunner&) {}));
+  const auto y = Elements<float>(RunThree(13, x, [](KernelRunner&) {}));
   EXPECT_EQ(y[0], 0.0f);
   EXPECT_EQ(y[1], 1.0f);
   for (size_t i = 2; i < 8; ++i) EXPECT_TRUE(std::isnan(y[i])) << i;
@@ -135,17 +120,17 @@ TEST(SoftmaxTest, TypesAndShapes) {
   const Value h = MakeTensorOf<uint16_t>(E::kFloat16, {1, 4}, {two, two, two, two});
   auto rh = KernelRunner("Softmax", 1).Run({h});
   ASSERT_TRUE(rh.ok());
-  EXPECT_EQ(ValuesOf<uint16_t>(rh.value()[0]),
+  EXPECT_EQ(Elements<uint16_t>(rh.value()[0]),
             (std::vector<uint16_t>{quarter, quarter, quarter, quarter}));
   const Value bf =
       MakeTensorOf<uint16_t>(E::kBfloat16, {2}, {FloatToBf16(1.0f), FloatToBf16(1.0f)});
   EXPECT_FALSE(KernelRunner("Softmax", 11).Run({bf}).ok());
   auto rb = KernelRunner("Softmax", 13).Run({bf});
   ASSERT_TRUE(rb.ok());
-  EXPECT_EQ(ValuesOf<uint16_t>(rb.value()[0]),
+  EXPECT_EQ(Elements<uint16_t>(rb.value()[0]),
             (std::vector<uint16_t>{FloatToBf16(0.5f), FloatToBf16(0.5f)}));
   const Value d = MakeTensorOf<double>(E::kDouble, {3}, {1, 2, 3});
-  const auto rd = ValuesOf<double>(KernelRunner("Softmax", 13).Run({d}).value()[0]);
+  const auto rd = Elements<double>(KernelRunner("Softmax", 13).Run({d}).value()[0]);
   const double s = std::exp(-2.0) + std::exp(-1.0) + 1.0;
   EXPECT_NEAR(rd[2], 1.0 / s, 1e-15);
   // Empty tensors keep their shape.
@@ -156,7 +141,7 @@ TEST(SoftmaxTest, TypesAndShapes) {
 }
 
 TEST(SoftmaxTest, BadAxisIsRefused) {
-  const Value x = Floats({2, 3}, Random(6, 1));
+  const Value x = Floats({2, 3}, RandomGrid(6, 1));
   for (int version : {1, 11, 13}) {
     EXPECT_STATUS(KernelRunner("Softmax", version).IntAttr("axis", 2).Run({x}),
                   StatusCode::kInvalidArgument, "'axis' 2 is outside [-2, 1]");

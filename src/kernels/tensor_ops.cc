@@ -1073,8 +1073,7 @@ Result<SqueezeAttrs> ParseSqueeze(const NodeContext& ctx) {
 // given. An empty axes list counts as none given, as in ONNX Runtime. While planning, an unknown
 // dim named in axes counts as 1; without axes, an unknown dim leaves the rank unknown (nullopt).
 template <class D>
-Result<std::optional<DimsOf<D>>> SqueezeShape(std::span<const D> in,
-                                              const std::optional<Ints>& axes) {
+Result<std::optional<DimsOf<D>>> SqueezeShape(std::span<const D> in, const Ints* axes) {
   const auto rank = static_cast<int64_t>(in.size());
   ScratchVector<bool> drop(in.size(), false);
   if (axes && !axes->empty()) {
@@ -1123,7 +1122,7 @@ Result<Inference> InferSqueeze(const SqueezeAttrs& a, const Facts& facts) {
   }
   IDEM_ASSIGN_OR_RETURN(auto axes, SqueezeAxes(a, facts.constant(1)));
   if (!facts.shape(0)) return OneOutput(TensorType(type, std::nullopt));
-  IDEM_ASSIGN_OR_RETURN(auto dims, SqueezeShape<Dim>(*facts.shape(0), axes));
+  IDEM_ASSIGN_OR_RETURN(auto dims, SqueezeShape<Dim>(*facts.shape(0), axes ? &*axes : nullptr));
   return OneOutput(TensorType(type, std::move(dims)));
 }
 
@@ -1131,7 +1130,8 @@ Status RunSqueeze(const SqueezeAttrs& a, RunContext& ctx, std::span<const Value*
                   std::span<Value> outputs) {
   const Tensor& t = inputs[0]->tensor();
   IDEM_ASSIGN_OR_RETURN(auto axes, SqueezeAxes(a, inputs.size() > 1 ? inputs[1] : nullptr));
-  IDEM_ASSIGN_OR_RETURN(std::optional<Ints> dims, SqueezeShape<int64_t>(t.shape(), axes));
+  IDEM_ASSIGN_OR_RETURN(std::optional<Ints> dims,
+                        SqueezeShape<int64_t>(t.shape(), axes ? &*axes : nullptr));
   // Every dim is known at run time, so the rule always gives the dims.
   const std::span<const int64_t> shape = dims ? std::span<const int64_t>(*dims) : t.shape();
   IDEM_ASSIGN_OR_RETURN(outputs[0], WithShape(ctx, t, shape));
