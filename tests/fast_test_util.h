@@ -23,20 +23,9 @@
 
 namespace idem::testing {
 
-// Deterministic uniform values in [-1, 1).
-inline std::vector<float> RandomFloats(size_t n, uint32_t seed) {
-  std::vector<float> out(n);
-  uint32_t s = seed * 2654435761u + 1;
-  for (float& v : out) {
-    s = s * 1664525u + 1013904223u;
-    v = static_cast<float>(s >> 8) / static_cast<float>(1 << 23) - 1.0f;
-  }
-  return out;
-}
-
 inline Value RandomTensor(std::vector<int64_t> shape, uint32_t seed) {
   const size_t n = static_cast<size_t>(Count(shape));
-  return MakeTensorOf(ElementType::kFloat, std::move(shape), RandomFloats(n, seed));
+  return MakeTensorOf(ElementType::kFloat, std::move(shape), RandomUnit(n, seed));
 }
 
 // The same tensor with every element replaced by its magnitude (a null Value stays null).

@@ -203,7 +203,7 @@ TEST(ConvFast, OtherRanksAndTypesRunTheReferenceKernel) {
   CheckFast(c, s3.name);
   // float16 takes the reference kernel: the same bits with reference_kernels on or off.
   // x is [2, 3, 5] (30 values), w [4, 3, 3] (36).
-  const std::vector<float> x = RandomFloats(size_t{30}, 1), w = RandomFloats(size_t{36}, 2);
+  const std::vector<float> x = RandomUnit(size_t{30}, 1), w = RandomUnit(size_t{36}, 2);
   auto make = [] { return KernelRunner("Conv", 11).IntsAttr("pads", {1, 1}); };
   const std::vector<Value> inputs = {FloatTensor(ElementType::kFloat16, {2, 3, 5}, x),
                                      FloatTensor(ElementType::kFloat16, {4, 3, 3}, w)};

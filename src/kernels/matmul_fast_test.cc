@@ -114,8 +114,8 @@ TEST(GemmFast, LargeProductsSplitOverThreadsWithTheSameBits) {
 
 TEST(MatMulFast, OtherTypesRunTheReferenceKernel) {
   for (ElementType e : {ElementType::kFloat16, ElementType::kDouble}) {
-    const std::vector<Value> in = {FloatTensor(e, {3, 4}, RandomFloats(12, 1)),
-                                   FloatTensor(e, {4, 5}, RandomFloats(20, 2))};
+    const std::vector<Value> in = {FloatTensor(e, {3, 4}, RandomUnit(12, 1)),
+                                   FloatTensor(e, {4, 5}, RandomUnit(20, 2))};
     auto fast = KernelRunner("MatMul", 13).ConstantInput(1).Run(in);
     auto reference = KernelRunner("MatMul", 13).ConstantInput(1).Reference().Run(in);
     ASSERT_TRUE(fast.ok() && reference.ok());
