@@ -177,7 +177,7 @@ Stats ThreadStats() {
   return s;
 }
 
-Result<Buffer> Allocate(size_t size, std::byte** writable) {
+Result<Buffer> Allocate(size_t size, std::byte** writable, bool zeroed) {
   if (size > (size_t{1} << 62)) {
     return Status(StatusCode::kResourceExhausted, fmt::format("cannot allocate {} bytes", size));
   }
@@ -190,8 +190,9 @@ Result<Buffer> Allocate(size_t size, std::byte** writable) {
     }
   }
   std::byte* data = block + kHeaderBytes;
-  // Zeroed whatever the block held before, so no result can depend on an earlier tensor.
-  std::memset(data, 0, size);
+  // Zeroed whatever the block held before, so no result can depend on an earlier tensor (unless
+  // the caller overwrites every byte anyway).
+  if (zeroed) std::memset(data, 0, size);
   std::shared_ptr<const void> owner(static_cast<const void*>(data), KeepDeleter{},
                                     HeaderAllocator<std::byte>(block, c.index));
   *writable = data;

@@ -21,12 +21,14 @@ inline constexpr size_t kMaxBytes = size_t{128} << 20;
 // Bytes in front of the data: the control block, padded so the data keeps Buffer::kAlignment.
 inline constexpr size_t kHeaderBytes = 64;
 
-// `size` zeroed bytes (size > 0), Buffer::kAlignment-aligned, owned by the returned Buffer (the
-// writable pointer goes to `*writable`). Taken from the calling thread's cache when a block of
+// `size` bytes (size > 0), zeroed unless `zeroed` is false (then they hold whatever the block
+// held: only for a caller that writes every byte before sharing the Buffer),
+// Buffer::kAlignment-aligned, owned by the returned Buffer (the writable pointer goes to
+// `*writable`). Taken from the calling thread's cache when a block of
 // the size class is there, else from the heap (kResourceExhausted when the heap refuses). The
 // block returns to the cache of the thread that drops the last reference. Sanitizer builds
 // never reuse blocks, so use-after-free stays detectable.
-Result<Buffer> Allocate(size_t size, std::byte** writable);
+Result<Buffer> Allocate(size_t size, std::byte** writable, bool zeroed = true);
 
 // Raw scratch from the same cache for run-time tables (uninitialized, Buffer::kAlignment-aligned,
 // `size` > 0 bytes): null when the heap refuses. Give it back with FreeScratch on any thread.

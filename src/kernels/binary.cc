@@ -182,7 +182,7 @@ Result<Value> RunBroadcast(RunContext& ctx, const BinaryAttrs& attrs, const Tens
   IDEM_ASSIGN_OR_RETURN(Ints dims,
                         BroadcastDims<int64_t>(a.shape(), std::span<const int64_t>(b_dims)));
   std::byte* out = nullptr;
-  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, out_type, dims, &out));
+  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensorForOverwrite(ctx, out_type, dims, &out));
   ForEachBroadcast(a.shape(), b_dims, dims,
                    [&](int64_t i, int64_t ia, int64_t ib) { body(out, i, ia, ib); });
   return v;

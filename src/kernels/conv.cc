@@ -795,6 +795,33 @@ void FastIm2Col(const Conv2D& g, const float* xg, int64_t oy0, int64_t rows, flo
         int64_t hi = g.w - 1 - shift < 0 ? 0 : (g.w - 1 - shift) / g.sw + 1;
         lo = std::min(lo, g.ow);
         hi = std::clamp(hi, lo, g.ow);
+        if (g.sw == 1 && g.sh == 1 && g.ow == g.w) {
+          // Consecutive output rows read consecutive input rows of the same length: the valid
+          // rows are one contiguous run of X shifted by `shift`, copied at once, then the
+          // columns that read padding are zeroed (rows of a few floats cost a call each
+          // otherwise).
+          const int64_t iy0 = oy0 - g.pt + ky * g.dh;  // the input row of output row oy0
+          const int64_t r_lo = std::clamp<int64_t>(-iy0, 0, rows);
+          const int64_t r_hi = std::clamp<int64_t>(g.h - iy0, r_lo, rows);
+          std::fill(dst, dst + r_lo * g.ow, 0.0f);
+          std::fill(dst + r_hi * g.ow, dst + rows * g.ow, 0.0f);
+          if (r_hi > r_lo) {
+            const int64_t n = (r_hi - r_lo) * g.ow;
+            const int64_t s0 = (iy0 + r_lo) * g.w + shift;  // may start or end outside X
+            const int64_t b = std::clamp<int64_t>(-s0, 0, n);
+            const int64_t e = std::clamp<int64_t>(g.h * g.w - s0, b, n);
+            float* out = dst + r_lo * g.ow;
+            std::fill(out, out + b, 0.0f);
+            std::copy(xc + (s0 + b), xc + (s0 + e), out + b);
+            std::fill(out + e, out + n, 0.0f);
+            for (int64_t r = r_lo; r < r_hi; ++r) {
+              float* o = dst + r * g.ow;
+              std::fill(o, o + lo, 0.0f);
+              std::fill(o + hi, o + g.ow, 0.0f);
+            }
+          }
+          continue;
+        }
         for (int64_t r = 0; r < rows; ++r) {
           float* out = dst + r * g.ow;
           const int64_t iy = (oy0 + r) * g.sh - g.pt + ky * g.dh;
@@ -873,11 +900,18 @@ void FastPhasePlanes(const Conv2D& g, const float* xc, float* planes) {
         std::fill(out, out + ld, 0.0f);
         continue;
       }
+      // Columns t in [lo, hi) read inside the row: 0 <= t * sw + f - pl < w.
       const float* src = xc + iy * g.w;
-      for (int64_t t = 0; t < ld; ++t) {
-        const int64_t ix = t * g.sw + f - g.pl;
-        out[t] = ix >= 0 && ix < g.w ? src[ix] : 0.0f;
+      const int64_t shift = f - g.pl;
+      const int64_t lo = std::min(ld, shift < 0 ? (-shift + g.sw - 1) / g.sw : 0);
+      const int64_t hi = std::clamp<int64_t>((g.w - shift + g.sw - 1) / g.sw, lo, ld);
+      std::fill(out, out + lo, 0.0f);
+      if (g.sw == 1) {
+        std::copy(src + (lo + shift), src + (hi + shift), out + lo);
+      } else {
+        for (int64_t t = lo; t < hi; ++t) out[t] = src[t * g.sw + shift];
       }
+      std::fill(out + hi, out + ld, 0.0f);
     }
   }
 }
@@ -936,7 +970,8 @@ class FastConvKernel final : public Kernel {
       g.oh = shape[2];
     }
     float* y = nullptr;
-    IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorAs(ctx, ElementType::kFloat, shape, &y));
+    IDEM_ASSIGN_OR_RETURN(outputs[0],
+                          AllocateTensorForOverwriteAs(ctx, ElementType::kFloat, shape, &y));
     if (Product(shape) == 0) return {};
     const float* px = x.data_as<float>().data();
     const float* pw = w.data_as<float>().data();

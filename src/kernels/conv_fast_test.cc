@@ -146,6 +146,18 @@ std::vector<ConvSpec> ConvSpecs() {
           .Dilations({2}),
       ConvSpec("2d_few_pixels_padded", {1, 16, 3, 4}, {24, 16, 3, 3}).Pads({2, 1, 0, 2}),
       ConvSpec("1x1_kernel_whole_image", {1, 3, 5, 5}, {33, 3, 5, 5}),
+      // Stride 1 with the width kept (ow == w): im2col copies each (channel, tap)'s rows as
+      // one run of X and zeroes the padding columns (openWakeWord's 1x3 and 3x1 Convs); pads
+      // at the top, bottom and either side, runs starting before X and ending after it.
+      ConvSpec("rows_1x3_pad_lr", {1, 5, 20, 16}, {24, 5, 1, 3}).Pads(Dims{0, 1, 0, 1}),
+      ConvSpec("rows_3x1_valid", {1, 6, 22, 16}, {20, 6, 3, 1}),
+      ConvSpec("rows_3x3_pad_all", {2, 3, 14, 9}, {18, 3, 3, 3}).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("rows_3x3_left_only", {1, 4, 12, 10}, {17, 4, 3, 3}).Pads(Dims{2, 2, 0, 0}),
+      ConvSpec("rows_3x3_right_only", {1, 4, 12, 10}, {17, 4, 3, 3}).Pads(Dims{0, 0, 2, 2}),
+      ConvSpec("rows_5x3_dilated_height", {1, 3, 16, 11}, {19, 3, 5, 3})
+          .Pads(Dims{4, 1, 4, 1})
+          .Dilations(Dims{2, 1}),
+      ConvSpec("rows_1d_pad1", {2, 6, 40}, {8, 6, 3}).Pads(Dims{1, 1}),
       ConvSpec("odd_everything", {3, 7, 13, 11}, {13, 7, 3, 5})
           .Strides(Dims{2, 1})
           .Pads(Dims{0, 2, 1, 0})

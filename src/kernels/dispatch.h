@@ -169,18 +169,50 @@ void ForEachBroadcast(std::span<const int64_t> a, std::span<const int64_t> b,
     for (int64_t i = 0; i < count; ++i) body(i, int64_t{0}, i);
     return;
   }
+  // The general case: dims of size 1 dropped and neighbours merged where both operands step
+  // through them as one (x[..., i, j] at stride s_i = s_j * n_j), so the innermost loop runs
+  // the longest stretch with fixed steps (0 or 1 for the broadcasts exporters write: a
+  // per-channel [1, C, 1, 1] against [N, C, H, W] becomes C runs of H * W), specialized so the
+  // compiler vectorizes it. The visiting order stays row-major.
   const size_t rank = out.size();
   const Ints ta = BroadcastStrides(a, rank), tb = BroadcastStrides(b, rank);
-  Ints index(rank, 0);
+  Ints dims, sa, sb;
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;
+    if (!dims.empty() && sa.back() == ta[d] * out[d] && sb.back() == tb[d] * out[d]) {
+      dims.back() *= out[d];
+      sa.back() = ta[d];
+      sb.back() = tb[d];
+    } else {
+      dims.push_back(out[d]);
+      sa.push_back(ta[d]);
+      sb.push_back(tb[d]);
+    }
+  }
+  if (dims.empty()) {
+    body(int64_t{0}, int64_t{0}, int64_t{0});
+    return;
+  }
+  const size_t outer = dims.size() - 1;
+  const int64_t inner = dims[outer], step_a = sa[outer], step_b = sb[outer];
+  Ints index(outer, 0);
   int64_t ia = 0, ib = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    body(i, ia, ib);
-    for (size_t d = rank; d-- > 0;) {
-      ia += ta[d];
-      ib += tb[d];
-      if (++index[d] < out[d]) break;
-      ia -= ta[d] * out[d];
-      ib -= tb[d] * out[d];
+  for (int64_t i = 0; i < count; i += inner) {
+    if (step_a == 1 && step_b == 1) {
+      for (int64_t j = 0; j < inner; ++j) body(i + j, ia + j, ib + j);
+    } else if (step_a == 1 && step_b == 0) {
+      for (int64_t j = 0; j < inner; ++j) body(i + j, ia + j, ib);
+    } else if (step_a == 0 && step_b == 1) {
+      for (int64_t j = 0; j < inner; ++j) body(i + j, ia, ib + j);
+    } else {
+      for (int64_t j = 0; j < inner; ++j) body(i + j, ia + j * step_a, ib + j * step_b);
+    }
+    for (size_t d = outer; d-- > 0;) {
+      ia += sa[d];
+      ib += sb[d];
+      if (++index[d] < dims[d]) break;
+      ia -= sa[d] * dims[d];
+      ib -= sb[d] * dims[d];
       index[d] = 0;
     }
   }
@@ -205,7 +237,7 @@ Result<Value> BroadcastBinary(RunContext& ctx, const Tensor& a, const Tensor& b,
                               ElementType out_type, Op&& op) {
   IDEM_ASSIGN_OR_RETURN(Ints shape, BroadcastDims<int64_t>(a.shape(), b.shape()));
   std::byte* out = nullptr;
-  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, out_type, shape, &out));
+  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensorForOverwrite(ctx, out_type, shape, &out));
   const std::byte* pa = a.data().data();
   const std::byte* pb = b.data().data();
   ForEachBroadcast(a.shape(), b.shape(), shape, [&](int64_t i, int64_t ia, int64_t ib) {
@@ -218,7 +250,7 @@ Result<Value> BroadcastBinary(RunContext& ctx, const Tensor& a, const Tensor& b,
 template <class TI, class TO, class Op>
 Result<Value> MapUnary(RunContext& ctx, const Tensor& x, ElementType out_type, Op&& op) {
   std::byte* out = nullptr;
-  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensor(ctx, out_type, x.shape(), &out));
+  IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensorForOverwrite(ctx, out_type, x.shape(), &out));
   const std::byte* px = x.data().data();
   const int64_t n = x.element_count();
   for (int64_t i = 0; i < n; ++i) StoreElement<TO>(out, i, op(LoadElement<TI>(px, i)));

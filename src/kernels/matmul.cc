@@ -576,7 +576,8 @@ class FastGemmKernel final : public Kernel {
     const int64_t k = g_.trans_a ? a.shape()[0] : a.shape()[1];
     IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "Gemm", ctx.limits()));
     float* y = nullptr;
-    IDEM_ASSIGN_OR_RETURN(out[0], AllocateTensorAs(ctx, ElementType::kFloat, shape, &y));
+    IDEM_ASSIGN_OR_RETURN(out[0],
+                          AllocateTensorForOverwriteAs(ctx, ElementType::kFloat, shape, &y));
     if (m * n == 0) return {};
     // B: packed at Create, or now.
     std::shared_ptr<const fast::PackedB> packed = packed_;
@@ -663,7 +664,8 @@ class FastMatMulKernel final : public Kernel {
         bs.size() > 2 ? bs.first(bs.size() - 2) : std::span<const int64_t>();
     const Ints batch = BroadcastDims<int64_t>(batch_a, batch_b).value();
     float* y = nullptr;
-    IDEM_ASSIGN_OR_RETURN(out[0], AllocateTensorAs(ctx, ElementType::kFloat, shape, &y));
+    IDEM_ASSIGN_OR_RETURN(out[0],
+                          AllocateTensorForOverwriteAs(ctx, ElementType::kFloat, shape, &y));
     if (m * n == 0) return {};
     const float* pa = a.data_as<float>().data();
     const float* pb = b.data_as<float>().data();

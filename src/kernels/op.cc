@@ -7,6 +7,7 @@
 #include <new>
 #include <vector>
 
+#include "src/core/block_cache.h"
 #include "src/core/float_convert.h"
 #include "src/core/text.h"
 #include "src/kernels/dispatch.h"
@@ -181,8 +182,10 @@ Result<std::string> AttrReader::StringIn(const std::string& name, std::string de
 
 // ---- Run-time helpers -----------------------------------------------------------------------
 
-Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
-                             std::byte** data) {
+namespace {
+
+Result<Value> AllocateOutput(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
+                             std::byte** data, bool zeroed) {
   uint64_t count = 1;
   for (int64_t d : shape) {
     if (d < 0) {
@@ -197,8 +200,24 @@ Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const 
   }
   IDEM_ASSIGN_OR_RETURN(uint64_t bytes, TensorBytes(type, count, ctx.limits()));
   IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(bytes));
-  IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, data));
+  if (bytes == 0) {
+    IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, data));
+    return Value::MakeTensorFromDims(type, shape, std::move(buffer));
+  }
+  IDEM_ASSIGN_OR_RETURN(Buffer buffer, block_cache::Allocate(bytes, data, zeroed));
   return Value::MakeTensorFromDims(type, shape, std::move(buffer));
+}
+
+}  // namespace
+
+Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
+                             std::byte** data) {
+  return AllocateOutput(ctx, type, shape, data, /*zeroed=*/true);
+}
+
+Result<Value> AllocateTensorForOverwrite(RunContext& ctx, ElementType type,
+                                         std::span<const int64_t> shape, std::byte** data) {
+  return AllocateOutput(ctx, type, shape, data, /*zeroed=*/false);
 }
 
 Ints ReadInt64s(const Tensor& t) {

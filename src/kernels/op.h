@@ -203,9 +203,9 @@ inline Status InvalidArgument(std::string message) {
 
 // Allocates the output tensor of `type` and `shape`: the element count and bytes are checked
 // against max_elements, max_tensor_bytes and the run's remaining budget before allocating.
-// `*data` receives the writable bytes (uninitialized; the kernel must write every element).
-// The bytes come from Buffer::Allocate (src/core/block_cache.h: a per-thread cache of freed
-// blocks, zeroed on reuse), so a steady-state Run allocates nothing for them.
+// `*data` receives the writable bytes, zeroed. The bytes come from Buffer::Allocate
+// (src/core/block_cache.h: a per-thread cache of freed blocks), so a steady-state Run allocates
+// nothing for them.
 Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,
                              std::byte** data);
 template <typename T>
@@ -213,6 +213,19 @@ Result<Value> AllocateTensorAs(RunContext& ctx, ElementType type, std::span<cons
                                T** data) {
   std::byte* raw = nullptr;
   auto v = AllocateTensor(ctx, type, shape, &raw);
+  *data = reinterpret_cast<T*>(raw);
+  return v;
+}
+// The same without zeroing (a reused block holds an earlier tensor's bytes): for kernels that
+// write every element of the output before returning it, whatever their input (the fast Conv,
+// MaxPool and the elementwise operators), so a Run does not clear what it overwrites anyway.
+Result<Value> AllocateTensorForOverwrite(RunContext& ctx, ElementType type,
+                                         std::span<const int64_t> shape, std::byte** data);
+template <typename T>
+Result<Value> AllocateTensorForOverwriteAs(RunContext& ctx, ElementType type,
+                                           std::span<const int64_t> shape, T** data) {
+  std::byte* raw = nullptr;
+  auto v = AllocateTensorForOverwrite(ctx, type, shape, &raw);
   *data = reinterpret_cast<T*>(raw);
   return v;
 }

@@ -20,6 +20,8 @@
 // when dilations > 1), a negative SAME pad is 0 (ONNX Runtime fails), and VALID ignores
 // ceil_mode as the spec's two formulas agree (ONNX Runtime's ceil_mode can add an output).
 // Explicit pads (NOTSET) agree with ONNX Runtime in every mode.
+#include "src/kernels/fast/pool.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -346,6 +348,21 @@ void Pool2D(const PoolAttrs& a, const float* x, int64_t planes, int64_t h, int64
   }
 }
 
+// Whether every window lies wholly inside X, undilated (fast::MaxPool2D's precondition).
+bool FullWindows(const PoolAttrs& a, std::span<const AxisWindows> axes) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    // (out - 1) * stride is below the padded input size (the shape rule checked it fits int64);
+    // adding the kernel can still overflow for absurd pads.
+    int64_t end = 0;
+    if (axes[i].dilation != 1 || axes[i].pad_begin != 0 ||
+        __builtin_add_overflow((axes[i].out - 1) * axes[i].stride, a.kernel[i], &end) ||
+        end > axes[i].in) {
+      return false;
+    }
+  }
+  return true;
+}
+
 template <class T>
 Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<Value> outputs,
                bool fast) {
@@ -354,10 +371,11 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
   IDEM_ASSIGN_OR_RETURN(Ints ys, PoolShape<int64_t>(a, xs));
   IDEM_RETURN_IF_ERROR(CheckPoolWork<int64_t>(a, xs, ys, ctx.limits()));
   T* y = nullptr;
-  IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorAs(ctx, x.element_type(), ys, &y));
+  IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorForOverwriteAs(ctx, x.element_type(), ys, &y));
   int64_t* indices = nullptr;
   if (a.kind == PoolKind::kMax && a.want_indices && outputs.size() > 1) {
-    IDEM_ASSIGN_OR_RETURN(outputs[1], AllocateTensorAs(ctx, ElementType::kInt64, ys, &indices));
+    IDEM_ASSIGN_OR_RETURN(outputs[1],
+                          AllocateTensorForOverwriteAs(ctx, ElementType::kInt64, ys, &indices));
   }
   if (outputs[0].tensor().element_count() == 0) return Status();
   // Every output dim is now >= 1 and their product is within max_elements.
@@ -408,6 +426,22 @@ Status RunPool(const PoolAttrs& a, RunContext& ctx, const Tensor& x, std::span<V
   }
   const std::byte* px = x.data().data();
   if constexpr (std::is_same_v<T, float>) {
+    if (fast && k == 2 && indices == nullptr && a.kind == PoolKind::kMax && FullWindows(a, axes)) {
+      fast::MaxPoolProblem pr;
+      pr.x = reinterpret_cast<const float*>(px);
+      pr.planes = planes;
+      pr.h = xs[2];
+      pr.w = xs[3];
+      pr.kh = a.kernel[0];
+      pr.kw = a.kernel[1];
+      pr.sh = a.strides[0];
+      pr.sw = a.strides[1];
+      pr.y = y;
+      pr.oh = ys[2];
+      pr.ow = ys[3];
+      fast::MaxPool2D(pr);
+      return Status();
+    }
     if (fast && k == 2 && indices == nullptr) {
       Pool2D(a, reinterpret_cast<const float*>(px), planes, xs[2], xs[3], axes, y);
       return Status();
@@ -484,7 +518,7 @@ Status RunGlobalAverage(RunContext& ctx, const Tensor& x, std::span<Value> outpu
   using C = ComputeType<T>;
   IDEM_ASSIGN_OR_RETURN(Ints ys, PoolShape<int64_t>(a, x.shape()));
   T* y = nullptr;
-  IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorAs(ctx, x.element_type(), ys, &y));
+  IDEM_ASSIGN_OR_RETURN(outputs[0], AllocateTensorForOverwriteAs(ctx, x.element_type(), ys, &y));
   const int64_t planes = ys[0] * ys[1];
   if (planes == 0) return Status();
   const int64_t plane = x.element_count() / planes;

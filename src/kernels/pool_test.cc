@@ -12,6 +12,7 @@
 #include <set>
 
 #include "src/core/float_convert.h"
+#include "src/kernels/fast/simd.h"
 #include "tests/kernel_runner.h"
 #include "tests/kernel_test_util.h"
 #include "tests/status_matchers.h"
@@ -247,7 +248,8 @@ TEST(PoolTest, AgainstTheReference) {
 }
 
 // The fast 2-D float path (reference_kernels off) gives the reference loop's bits: the same taps
-// in the same order. NaNs, ties, pads, strides, dilations, ceil_mode, count_include_pad.
+// in the same order, on every SIMD target of this machine. NaNs, ties, pads, strides, dilations,
+// ceil_mode, count_include_pad.
 TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
   struct Case {
     std::vector<int64_t> x, kernel, strides, dilations, pads;
@@ -259,6 +261,14 @@ TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
       {{1, 2, 10, 7}, {3, 2}, {1, 2}, {2, 1}, {2, 0, 1, 1}, 1, 0},
       {{1, 1, 5, 5}, {5, 5}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
       {{1, 3, 8, 9}, {2, 3}, {3, 2}, {1, 2}, {1, 1, 0, 2}, 1, 1},
+      // Windows wholly inside X (the vectorized MaxPool): strides 1, 2 (deinterleaved) and 3
+      // (scalar), widths with and without a scalar tail, ceil_mode windows that do not fit.
+      {{1, 48, 32, 16}, {1, 2}, {1, 2}, {1, 1}, {0, 0, 0, 0}},  // openWakeWord's 1x2
+      {{2, 3, 7, 45}, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 2, 9, 50}, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 2, 9, 52}, {2, 4}, {3, 3}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 2, 9, 37}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 1, 0},
+      {{1, 1, 4, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
   };
   const float nan = std::numeric_limits<float>::quiet_NaN();
   uint32_t seed = 40;
@@ -278,10 +288,15 @@ TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
         if (std::string(op) == "AveragePool") r.IntAttr("count_include_pad", c.count_include_pad);
         return r;
       };
-      auto fast = make(false).Run({Floats(c.x, x)});
       auto reference = make(true).Run({Floats(c.x, x)});
-      ASSERT_TRUE(fast.ok() && reference.ok()) << op;
-      EXPECT_EQ(DescribeDifference((*reference)[0], (*fast)[0]), std::nullopt) << op;
+      ASSERT_TRUE(reference.ok()) << op;
+      for (int64_t target : fast::SimdTargets()) {
+        fast::ScopedSimdTarget force(target);
+        auto fast = make(false).Run({Floats(c.x, x)});
+        ASSERT_TRUE(fast.ok()) << op;
+        EXPECT_EQ(DescribeDifference((*reference)[0], (*fast)[0]), std::nullopt)
+            << op << " on " << fast::SimdTargetName(target) << ", case " << (&c - cases.data());
+      }
     }
   }
 }

@@ -394,8 +394,34 @@ void DepthwiseTarget(const DepthwiseProblem& pr) {
   constexpr int kU = 4;  // vectors of outputs per step (independent FMA chains)
   const int64_t taps = pr.kh * pr.kw;
   const int64_t ow = pr.ow;
+  // Each tap's offset from an output row's first input (row oy * sh of plane 0), computed once
+  // without a division per step: tap (ky, kx) reads plane (kx dw) % sw, row ky dh, column
+  // (kx dw) / sw. Kernels of more than kTable taps compute theirs on the way.
+  constexpr int64_t kTable = 64;
+  int64_t table[kTable];
+  if (taps <= kTable) {
+    int64_t phase = 0, column = 0;
+    const int64_t phase_step = pr.dw % pr.sw, column_step = pr.dw / pr.sw;
+    for (int64_t kx = 0; kx < pr.kw; ++kx) {
+      for (int64_t ky = 0; ky < pr.kh; ++ky) {
+        table[ky * pr.kw + kx] = phase * pr.phase_stride + ky * pr.dh * pr.ld + column;
+      }
+      phase += phase_step;
+      column += column_step;
+      if (phase >= pr.sw) {
+        phase -= pr.sw;
+        ++column;
+      }
+    }
+  }
+  auto offset = [&](int64_t t) {
+    if (taps <= kTable) return table[t];
+    const int64_t ky = t / pr.kw, shift = t % pr.kw * pr.dw;
+    return (shift % pr.sw) * pr.phase_stride + ky * pr.dh * pr.ld + shift / pr.sw;
+  };
   for (int64_t oy = 0; oy < pr.oh; ++oy) {
     float* HWY_RESTRICT yrow = pr.y + oy * ow;
+    const float* row = pr.planes + oy * pr.sh * pr.ld;
     for (int64_t ox0 = 0; ox0 < ow; ox0 += int64_t{kU} * kW) {
       const int64_t cols = std::min<int64_t>(int64_t{kU} * kW, ow - ox0);
       const int vectors = static_cast<int>((cols + kW - 1) / kW);
@@ -403,16 +429,17 @@ void DepthwiseTarget(const DepthwiseProblem& pr) {
       VF acc[kU];
       IDEM_UNROLL
       for (VF& a : acc) a = hn::Zero(d);
-      for (int64_t t = 0; t < taps; ++t) {
-        const int64_t ky = t / pr.kw, kx = t % pr.kw;
-        const int64_t shift = kx * pr.dw;
-        const float* HWY_RESTRICT src = pr.planes + (shift % pr.sw) * pr.phase_stride +
-                                        (oy * pr.sh + ky * pr.dh) * pr.ld + shift / pr.sw + ox0;
-        const VF wv = hn::Set(d, pr.w[t]);
-        if (vectors == kU && last == kW) {
+      if (vectors == kU && last == kW) {
+        for (int64_t t = 0; t < taps; ++t) {
+          const float* HWY_RESTRICT src = row + offset(t) + ox0;
+          const VF wv = hn::Set(d, pr.w[t]);
           IDEM_UNROLL
           for (int u = 0; u < kU; ++u) acc[u] = Fma(wv, hn::LoadU(d, src + Lanes(u)), acc[u]);
-        } else {
+        }
+      } else {
+        for (int64_t t = 0; t < taps; ++t) {
+          const float* HWY_RESTRICT src = row + offset(t) + ox0;
+          const VF wv = hn::Set(d, pr.w[t]);
           for (int u = 0; u < vectors; ++u) {
             const VF xv =
                 u < vectors - 1 ? hn::LoadU(d, src + Lanes(u)) : LoadFirst(d, src + Lanes(u), last);
