@@ -106,7 +106,7 @@ TEST(SoftmaxTest, EveryAxisAndBothSemantics) {
 // within 4e-7 relative (a few ulp) of the reference's double exp; the same bits on every SIMD
 // target; NaN and infinite slices as the reference; other axes run the reference loop.
 TEST(SoftmaxTest, FastFloatPathMatchesTheReference) {
-  std::vector<float> x = RandomGrid(7 * 300, 5);
+  std::vector<float> x = RandomGrid(size_t{7} * 300, 5);
   for (float& v : x) v *= 8.0f;
   x[300 * 2 + 17] = NAN;       // slice 2: all NaN
   x[300 * 4 + 5] = INFINITY;   // slice 4: NaN (inf - inf)
