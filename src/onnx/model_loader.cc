@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 
+#include "src/core/huge_pages.h"
 #include "src/core/text.h"
 #include "src/onnx/proto_convert.h"
 #include "src/onnx/wire_walker.h"
@@ -305,6 +306,7 @@ Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
   }
   if (streamed == nullptr) {
     graph.nodes.reserve(static_cast<size_t>(g.node_size()));
+    AdviseHugePages(graph.nodes.data(), graph.nodes.capacity() * sizeof(NodeDef));
     for (int n = 0; n < g.node_size(); ++n) {
       IDEM_ASSIGN_OR_RETURN(NodeDef node, ConvertNode(*g.mutable_node(n), static_cast<size_t>(n),
                                                       context, depth, state));
@@ -313,11 +315,12 @@ Status ConvertGraph(onnx::GraphProto& g, const LoadContext& context, int depth,
   } else {
     // One NodeProto, reused: parsed from each node's compact bytes, converted, cleared.
     graph.nodes.reserve(streamed->nodes.size());
+    AdviseHugePages(graph.nodes.data(), graph.nodes.capacity() * sizeof(NodeDef));
     onnx::NodeProto p;
     for (size_t n = 0; n < streamed->nodes.size(); ++n) {
-      const RawRef& r = streamed->nodes[n];
+      const std::string_view bytes = streamed->Node(n);
       p.Clear();
-      if (!p.ParseFromArray(streamed->node_bytes.data() + r.offset, static_cast<int>(r.length))) {
+      if (!p.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
         return Bad(
             fmt::format("not a valid ONNX model: protobuf parsing failed (node #{} does "
                         "not parse)",

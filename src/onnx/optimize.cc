@@ -843,8 +843,9 @@ Result<Optimized> ParseAndOptimize(std::span<const std::byte> in, const Optimize
   };
   if (!ParseWithLimit(model, compact->bytes, recursion_limit)) return parse_failed();
   // The main graph's nodes were set apart by the walker, in order; nodes sit two levels down.
-  for (const RawRef& r : compact->nodes) {
-    const std::span<const char> node(compact->node_bytes.data() + r.offset, r.length);
+  for (size_t n = 0; n < compact->nodes.size(); ++n) {
+    const std::string_view bytes = compact->Node(n);
+    const std::span<const char> node(bytes.data(), bytes.size());
     if (!ParseWithLimit(*model.mutable_graph()->add_node(), node, recursion_limit - 2)) {
       return parse_failed();
     }

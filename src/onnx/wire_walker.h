@@ -31,6 +31,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "idem/options.h"
@@ -51,6 +52,14 @@ struct RawRef {
   uint64_t length = 0;
 };
 
+// Where one main-graph node's compact bytes lie: in CompactModel::node_bytes, or (in_input) in
+// the walked input itself. At most INT_MAX bytes (protobuf's parse limit).
+struct NodeRef {
+  uint64_t offset = 0;
+  uint32_t length = 0;
+  bool in_input = false;
+};
+
 struct WireCounts {
   uint64_t messages = 0;
   uint64_t nodes = 0;            // in every graph, subgraphs included
@@ -67,12 +76,21 @@ struct CompactModel {
   // The model with every raw_data replaced by a reference, and without the main graph's nodes.
   std::string bytes;
   std::vector<RawRef> refs;  // indexed by the reference fields' values
-  // The main graph's (ModelProto.graph's) nodes, each a compact NodeProto at nodes[i] in
-  // node_bytes, in order (across repeated graph fields, as protobuf would merge them), so they
-  // can be parsed and converted one at a time.
+  // The main graph's (ModelProto.graph's) nodes, each a compact NodeProto, in order (across
+  // repeated graph fields, as protobuf would merge them), so they can be parsed and converted one
+  // at a time: Node(i). A node the compaction leaves unchanged (no raw_data, no re-encoded
+  // length: every node of a typical graph) is not copied; it is read where it lies in `input`.
   std::string node_bytes;
-  std::vector<RawRef> nodes;
+  std::vector<NodeRef> nodes;
   WireCounts counts;
+  // The walked bytes; the caller keeps them alive as long as this model.
+  std::span<const std::byte> input;
+
+  std::string_view Node(size_t i) const {
+    const NodeRef& r = nodes[i];
+    const char* base = r.in_input ? reinterpret_cast<const char*>(input.data()) : node_bytes.data();
+    return {base + r.offset, r.length};
+  }
 };
 
 // The memory a load of `input_bytes` may take: max(max_load_memory_floor,

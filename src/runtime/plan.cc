@@ -9,6 +9,7 @@
 
 #include "src/core/text.h"
 #include "src/runtime/fusion.h"
+#include "src/runtime/name_table.h"
 
 namespace idem {
 namespace {
@@ -119,17 +120,16 @@ std::string DescribeRejection(const KernelRegistry& registry, const KernelSchema
 
 // Finds a cycle through `start`, in data-flow order: "A -> B -> A" (A produces an input of B).
 // Breadth-first and iterative, so a hostile graph of a million nodes cannot overflow the stack.
-std::string FindCycle(const GraphDef& graph,
-                      const std::unordered_map<std::string_view, NamedSlot>& slots, int start) {
+std::string FindCycle(const GraphDef& graph, const NameTable<NamedSlot>& slots, int start) {
   // Edges go from a node to the producers of its inputs; parent[p] is the node that reached p.
   std::unordered_map<int, int> parent;
   std::vector<int> queue = {start};
   for (size_t head = 0; head < queue.size(); ++head) {
     const int node = queue[head];
     for (const std::string& in : graph.nodes[node].inputs) {
-      auto found = slots.find(in);
-      if (found == slots.end() || found->second.producer < 0) continue;
-      const int producer = found->second.producer;
+      const NamedSlot* found = slots.Find(in);
+      if (found == nullptr || found->producer < 0) continue;
+      const int producer = found->producer;
       if (producer == start) {
         // start -> node -> parent[node] -> ... -> start; long cycles are elided in the middle.
         std::vector<int> cycle = {start};
@@ -219,6 +219,56 @@ Status CheckValueMatchesType(const Value& value, const Type& declared) {
   return {};
 }
 
+// A type parameter bound by one of a node's inputs ("T" is float, from input 'x'). A node binds
+// a handful, kept inline and searched in order.
+struct TypeBinding {
+  std::string_view param;  // the schema's type parameter
+  Type type;
+  std::string_view input;  // the node's input name
+};
+using TypeBindings = absl::InlinedVector<TypeBinding, 4>;
+
+const TypeBinding* FindBinding(const TypeBindings& bound, std::string_view param) {
+  for (const TypeBinding& b : bound) {
+    if (b.param == param) return &b;
+  }
+  return nullptr;
+}
+
+// "node 'id0' (Identity-16)" or "node #3 (Identity-16)": a node's label in the messages and in
+// Step::label, formatted the first time one needs it (a million erased Identity nodes need none,
+// and formatting one is a tenth of planning it).
+class PlannerNodeLabel {
+ public:
+  PlannerNodeLabel(const NodeDef& node, size_t index, const KernelSchema& schema)
+      : node_(node), index_(index), schema_(schema) {}
+  const std::string& str() const {
+    if (text_.empty()) {
+      text_ = node_.name.empty()
+                  ? fmt::format("node #{} ({})", index_, schema_.Name())
+                  : fmt::format("node {} ({})", QuoteName(node_.name), schema_.Name());
+    }
+    return text_;
+  }
+
+ private:
+  const NodeDef& node_;
+  size_t index_;
+  const KernelSchema& schema_;
+  mutable std::string text_;
+};
+
+}  // namespace idem
+
+template <>
+struct fmt::formatter<idem::PlannerNodeLabel> : fmt::formatter<std::string_view> {
+  template <typename FormatContext>
+  auto format(const idem::PlannerNodeLabel& label, FormatContext& ctx) const {
+    return fmt::formatter<std::string_view>::format(label.str(), ctx);
+  }
+};
+
+namespace idem {
 namespace {
 
 // Plans one graph (the main graph or a subgraph) as a sequence of small passes. A subgraph's
@@ -242,8 +292,9 @@ class GraphPlanner {
     // new bucket arrays at once on a million-node graph).
     size_t names = graph_.inputs.size() + graph_.initializers.size();
     for (const NodeDef& node : graph_.nodes) names += node.outputs.size();
-    slots_.reserve(names);
+    slots_.Reserve(names);
     IDEM_RETURN_IF_ERROR(BindInputs(formal_types));
+    const size_t first_output_entry = slots_.size();
     IDEM_RETURN_IF_ERROR(IndexProducers());
     IDEM_RETURN_IF_ERROR(ResolveKernels());
     // Fusion's tables (every value's readers, per-node marks) only for graphs with a producer
@@ -259,7 +310,14 @@ class GraphPlanner {
       absorbed_input_.assign(graph_.nodes.size(), 0);
       uses_ = std::make_unique<ValueUses>(graph_);
     }
-    for (size_t n = 0; n < graph_.nodes.size(); ++n) IDEM_RETURN_IF_ERROR(PlanNode(n));
+    output_entry_ = first_output_entry;
+    for (size_t n = 0; n < graph_.nodes.size(); ++n) {
+      planning_ = n;
+      cursor_output_ = 0;
+      cursor_entry_ = output_entry_;
+      IDEM_RETURN_IF_ERROR(PlanNode(n));
+      for (const std::string& out : graph_.nodes[n].outputs) output_entry_ += out.empty() ? 0 : 1;
+    }
     IDEM_RETURN_IF_ERROR(BindOutputs());
     ComputeLiveness();
     Describe();
@@ -269,8 +327,7 @@ class GraphPlanner {
   // The slot of `name` seen from this graph: its own values first, then (subgraphs) the
   // enclosing graphs', captured into this graph. nullptr when undefined everywhere.
   const NamedSlot* Resolve(const std::string& name) {
-    auto it = slots_.find(name);
-    if (it != slots_.end()) return it->second.pending ? nullptr : &it->second;
+    if (const NamedSlot* own = slots_.Find(name)) return own->pending ? nullptr : own;
     if (parent_ == nullptr) return nullptr;
     const NamedSlot* outer = parent_->Resolve(name);  // depth <= max_graph_depth
     if (outer == nullptr) return nullptr;
@@ -279,20 +336,18 @@ class GraphPlanner {
       // bytes copied), so nodes in the subgraph see it as a fact and can be folded.
       const auto index = static_cast<int32_t>(plan_->constants.size());
       plan_->constants.push_back(parent_->plan_->constants[static_cast<size_t>(outer->ref.index)]);
-      auto [inserted, ok] =
-          slots_.emplace(name, NamedSlot{{ValueRef::Source::kConstant, index}, outer->type, -1});
-      return &inserted->second;
+      return slots_.Emplace(name, NamedSlot{{ValueRef::Source::kConstant, index}, outer->type, -1})
+          .first;
     }
     const int32_t slot = plan_->computed_count++;
     plan_->captures.push_back(name);
     plan_->capture_slots.push_back(slot);
-    auto [inserted, ok] =
-        slots_.emplace(name, NamedSlot{{ValueRef::Source::kComputed, slot}, outer->type, -1});
-    return &inserted->second;
+    return slots_.Emplace(name, NamedSlot{{ValueRef::Source::kComputed, slot}, outer->type, -1})
+        .first;
   }
 
   // Whether `name` is defined anywhere in this graph (already or by a later node).
-  bool Defines(const std::string& name) const { return slots_.count(name) != 0; }
+  bool Defines(const std::string& name) const { return slots_.Contains(name); }
 
  private:
   class NodeSubgraphs;
@@ -401,21 +456,25 @@ class GraphPlanner {
       for (const std::string& out : node.outputs) {
         if (out.empty()) continue;
         auto [it, inserted] =
-            slots_.emplace(out, NamedSlot{{}, Type{}, static_cast<int>(n), /*pending=*/true});
-        if (!inserted && !it->second.pending) {
+            slots_.Emplace(out, NamedSlot{{}, Type{}, static_cast<int>(n), /*pending=*/true});
+        if (!inserted && !it->pending) {
           return Invalid(
               fmt::format("{}: output {} is already a graph input or initializer; "
                           "each value has one producer",
                           node.Label(n), QuoteName(out)));
         }
         if (!inserted) {
-          const int first = it->second.producer;
+          const int first = it->producer;
           return Invalid(
               fmt::format("{} is produced by both {} and {}; each value has one "
                           "producer",
                           QuoteName(out), graph_.nodes[first].Label(first), node.Label(n)));
         }
-        IDEM_RETURN_IF_ERROR(CheckNotShadowing(out, node.Label(n) + ": output"));
+        // The label is built only where a shadowing is possible (a million-node main graph
+        // would otherwise format a million labels for nothing).
+        if (parent_ != nullptr) {
+          IDEM_RETURN_IF_ERROR(CheckNotShadowing(out, node.Label(n) + ": output"));
+        }
       }
     }
     return {};
@@ -426,8 +485,17 @@ class GraphPlanner {
   Status ResolveKernels() {
     schemas_.assign(graph_.nodes.size(), nullptr);
     std::vector<std::string> unsupported;
+    // Runs of one operator are common (a chain of Identity, Conv after Conv): the previous
+    // node's schema is reused without a registry lookup.
+    const NodeDef* previous = nullptr;
     for (size_t n = 0; n < graph_.nodes.size(); ++n) {
       const NodeDef& node = graph_.nodes[n];
+      if (previous != nullptr && node.op_type == previous->op_type &&
+          node.domain == previous->domain) {
+        schemas_[n] = schemas_[n - 1];
+        continue;
+      }
+      previous = nullptr;
       auto opset = Opsets().find(node.domain);
       if (opset == Opsets().end()) {
         unsupported.push_back(fmt::format("{} (domain {} is not in opset_import)", node.Label(n),
@@ -435,6 +503,7 @@ class GraphPlanner {
         continue;
       }
       schemas_[n] = registry_.Resolve(node.domain, node.op_type, opset->second);
+      if (schemas_[n] != nullptr) previous = &node;
       if (schemas_[n] == nullptr) {
         auto versions = registry_.Versions(node.domain, node.op_type);
         unsupported.push_back(
@@ -458,7 +527,7 @@ class GraphPlanner {
   }
 
   Status CheckArity(const NodeDef& node, const KernelSchema& schema,
-                    const std::string& label) const {
+                    const PlannerNodeLabel& label) const {
     size_t min_inputs = 0, max_inputs = 0;
     bool variadic = false;
     for (const FormalParameter& f : schema.inputs) {
@@ -502,8 +571,8 @@ class GraphPlanner {
   }
 
   // Inputs defined before use (here or in an enclosing graph), and their types.
-  Status BindNodeInputs(size_t n, const KernelSchema& schema, const std::string& label, Step& step,
-                        std::vector<const Type*>& input_types) {
+  Status BindNodeInputs(size_t n, const KernelSchema& schema, const PlannerNodeLabel& label,
+                        Step& step, std::vector<const Type*>& input_types) {
     const NodeDef& node = graph_.nodes[n];
     input_types.assign(node.inputs.size(), nullptr);
     step.inputs.assign(node.inputs.size(), ValueRef{});
@@ -517,8 +586,8 @@ class GraphPlanner {
         }
         continue;
       }
-      auto local = slots_.find(name);
-      const NamedSlot* slot = local != slots_.end() ? &local->second : Resolve(name);
+      const NamedSlot* local = slots_.Find(name);
+      const NamedSlot* slot = local != nullptr ? local : Resolve(name);
       if (slot == nullptr || slot->pending) {
         if (slot == nullptr) {
           return Invalid(fmt::format(
@@ -546,9 +615,10 @@ class GraphPlanner {
   // value given by inference, or a foldable kernel whose inputs are all constant tensors, run
   // once here. A fold that fails or exceeds kMaxFoldedBytes is left to run time (its error, if
   // any, is the run's). Returns whether the node was folded.
-  Result<bool> FoldNode(const NodeDef& node, const KernelSchema& schema, const std::string& label,
-                        PreparedNode& prepared, std::span<const Value* const> constant_inputs,
-                        bool all_constant, bool no_captures, int producer) {
+  Result<bool> FoldNode(const NodeDef& node, const KernelSchema& schema,
+                        const PlannerNodeLabel& label, PreparedNode& prepared,
+                        std::span<const Value* const> constant_inputs, bool all_constant,
+                        bool no_captures, int producer) {
     if (!options_.fold_constants) return false;
     std::vector<Value> values = std::move(prepared.inference.values);
     const size_t outputs = node.outputs.size();
@@ -590,7 +660,7 @@ class GraphPlanner {
       const auto index = static_cast<int32_t>(plan_->constants.size());
       Type type = values[o].type();
       plan_->constants.push_back(std::move(values[o]));
-      slots_[node.outputs[o]] = {{ValueRef::Source::kConstant, index}, std::move(type), producer};
+      OutputSlot(o) = {{ValueRef::Source::kConstant, index}, std::move(type), producer};
     }
     return true;
   }
@@ -598,7 +668,7 @@ class GraphPlanner {
   // Describe()'s line for a node; past kMaxDescribedNodes only counted, so describing a
   // million-node graph costs no more than describing ten thousand.
   static constexpr size_t kMaxDescribedNodes = 10000;
-  void AddNodeLine(const NodeDef& node, const std::string& label, std::string_view note) {
+  void AddNodeLine(const NodeDef& node, const PlannerNodeLabel& label, std::string_view note) {
     if (node_lines_count_++ >= kMaxDescribedNodes) return;
     node_lines_ += fmt::format("  {}: {} -> {}{}\n", label,
                                EscapeText(fmt::format("{}", fmt::join(node.inputs, ", "))),
@@ -606,9 +676,9 @@ class GraphPlanner {
   }
 
   // Type constraints, with each type parameter bound consistently.
-  Status CheckInputTypes(const NodeDef& node, const KernelSchema& schema, const std::string& label,
-                         std::span<const Type* const> input_types,
-                         std::unordered_map<std::string, std::pair<Type, std::string>>& bound) {
+  Status CheckInputTypes(const NodeDef& node, const KernelSchema& schema,
+                         const PlannerNodeLabel& label, std::span<const Type* const> input_types,
+                         TypeBindings& bound) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (input_types[i] == nullptr) continue;
       const FormalParameter& formal = schema.inputs[std::min(i, schema.inputs.size() - 1)];
@@ -624,21 +694,21 @@ class GraphPlanner {
       if (formal.arity == FormalParameter::Arity::kVariadic && schema.heterogeneous_variadic) {
         continue;
       }
-      auto [b, inserted] = bound.emplace(formal.type_param, std::make_pair(actual, node.inputs[i]));
-      if (!inserted && !b->second.first.SameStructure(actual)) {
+      const TypeBinding* b = FindBinding(bound, formal.type_param);
+      if (b == nullptr) {
+        bound.push_back({formal.type_param, actual, node.inputs[i]});
+      } else if (!b->type.SameStructure(actual)) {
         return Invalid(fmt::format("{}: input {} is {} but input {} is {}; both are type {}", label,
                                    QuoteName(node.inputs[i]), actual.ToString(),
-                                   QuoteName(b->second.second), b->second.first.ToString(),
-                                   formal.type_param));
+                                   QuoteName(b->input), b->type.ToString(), formal.type_param));
       }
     }
     return {};
   }
 
-  Status CheckOutputTypes(
-      const NodeDef& node, const KernelSchema& schema, const std::string& label,
-      const std::vector<Type>& inferred,
-      const std::unordered_map<std::string, std::pair<Type, std::string>>& bound) {
+  Status CheckOutputTypes(const NodeDef& node, const KernelSchema& schema,
+                          const PlannerNodeLabel& label, const std::vector<Type>& inferred,
+                          const TypeBindings& bound) {
     if (inferred.size() < node.outputs.size()) {
       return Status(StatusCode::kInternal,
                     fmt::format("{}: inference gave {} types for {} outputs", label,
@@ -655,11 +725,11 @@ class GraphPlanner {
       }
       const bool free_variadic =
           formal.arity == FormalParameter::Arity::kVariadic && schema.heterogeneous_variadic;
-      auto b = bound.find(formal.type_param);
-      if (!free_variadic && b != bound.end() && !b->second.first.SameStructure(out_type)) {
+      const TypeBinding* b = FindBinding(bound, formal.type_param);
+      if (!free_variadic && b != nullptr && !b->type.SameStructure(out_type)) {
         return Invalid(fmt::format("{}: output {} would be {} but type {} is {}", label,
                                    QuoteName(node.outputs[o]), out_type.ToString(),
-                                   formal.type_param, b->second.first.ToString()));
+                                   formal.type_param, b->type.ToString()));
       }
       if (node.outputs[o].empty()) continue;
       auto d = declared_.find(node.outputs[o]);
@@ -762,6 +832,22 @@ class GraphPlanner {
     std::string().swap(node_lines_);
   }
 
+  // The slot of output o (a non-empty name) of the node being planned: IndexProducers inserted
+  // every node's outputs in node order, so it is reached by its entry number without probing.
+  NamedSlot& OutputSlot(size_t o) {
+    // Callers walk the outputs in order: a cursor keeps that linear in the node's outputs.
+    const NodeDef& node = graph_.nodes[planning_];
+    if (o < cursor_output_) {
+      cursor_output_ = 0;
+      cursor_entry_ = output_entry_;
+    }
+    for (; cursor_output_ < o; ++cursor_output_) {
+      cursor_entry_ += node.outputs[cursor_output_].empty() ? 0 : 1;
+    }
+    if (NamedSlot* slot = slots_.Entry(cursor_entry_, node.outputs[o])) return *slot;
+    return slots_[node.outputs[o]];
+  }
+
   const std::map<std::string, int64_t>& Opsets() const {
     return opsets_override_ != nullptr ? *opsets_override_ : graph_.opsets;
   }
@@ -779,19 +865,19 @@ class GraphPlanner {
                              std::vector<Absorbed>& absorbed);
   // A node absorbed by an earlier one: checked like any node, then its output aliases the value
   // it received (which already holds its result).
-  Status PlanAbsorbed(size_t n, const std::string& label);
+  Status PlanAbsorbed(size_t n, const PlannerNodeLabel& label);
   // The value of `name` when it is a constant here or in an enclosing graph (never captures),
   // including the tensor of a Constant node of this graph not planned yet (exporters put them
   // anywhere before their first reader, e.g. between a Conv and the activation it fuses).
   const Value* KnownConstant(std::string_view name) const {
     for (const GraphPlanner* p = this; p != nullptr; p = p->parent_) {
-      auto it = p->slots_.find(name);
-      if (it == p->slots_.end()) continue;
-      if (it->second.pending) {
+      const NamedSlot* it = p->slots_.Find(name);
+      if (it == nullptr) continue;
+      if (it->pending) {
         // Only this graph's slots are pending while it plans (an enclosing graph planned all
         // nodes before its subgraphs' readers).
         if (p != this) return nullptr;
-        const NodeDef& node = graph_.nodes[static_cast<size_t>(it->second.producer)];
+        const NodeDef& node = graph_.nodes[static_cast<size_t>(it->producer)];
         if (node.op_type != "Constant" || !node.domain.empty() || node.outputs.size() != 1 ||
             node.attributes.size() != 1 || node.attributes[0].name != "value" ||
             node.attributes[0].kind != Attribute::Kind::kTensor ||
@@ -800,8 +886,8 @@ class GraphPlanner {
         }
         return &node.attributes[0].tensor;
       }
-      if (it->second.ref.source != ValueRef::Source::kConstant) return nullptr;
-      return &p->plan_->constants[static_cast<size_t>(it->second.ref.index)];
+      if (it->ref.source != ValueRef::Source::kConstant) return nullptr;
+      return &p->plan_->constants[static_cast<size_t>(it->ref.index)];
     }
     return nullptr;
   }
@@ -816,7 +902,13 @@ class GraphPlanner {
   Plan* plan_ = nullptr;
   // Keyed by views of the names in graph_ (and, for captures, in the subgraphs it owns), which
   // outlive the planner: a million-node graph does not copy its names again.
-  std::unordered_map<std::string_view, NamedSlot> slots_;
+  NameTable<NamedSlot> slots_;
+  // The node PlanNode is planning, and the entry number of its first named output in slots_.
+  size_t planning_ = 0;
+  size_t output_entry_ = 0;
+  // OutputSlot's cursor: output cursor_output_ of that node is entry cursor_entry_.
+  size_t cursor_output_ = 0;
+  size_t cursor_entry_ = 0;
   std::unordered_map<std::string_view, Type> declared_;
   size_t node_lines_count_ = 0;
   std::vector<const KernelSchema*> schemas_;
@@ -926,13 +1018,13 @@ class GraphPlanner::NodeSubgraphs final : public SubgraphPlanner {
 Status GraphPlanner::PlanNode(size_t n) {
   const NodeDef& node = graph_.nodes[n];
   const KernelSchema& schema = *schemas_[n];
-  const std::string label = StepLabel(node, n, schema);
+  const PlannerNodeLabel label(node, n, schema);
   if (!absorbed_by_.empty() && absorbed_by_[n] >= 0) return PlanAbsorbed(n, label);
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
   Step step;
   std::vector<const Type*> input_types;
   IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
-  std::unordered_map<std::string, std::pair<Type, std::string>> bound;
+  TypeBindings bound;
   IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
 
   NodeSubgraphs subgraphs(*this, node.inputs.size());
@@ -962,7 +1054,7 @@ Status GraphPlanner::PlanNode(size_t n) {
   context.threads = program_.threads;
   context.fused_activation = fused;
   auto prepared = schema.prepare(context);
-  if (!prepared.ok()) return std::move(prepared).take_status().WithContext(label);
+  if (!prepared.ok()) return std::move(prepared).take_status().WithContext(label.str());
   std::vector<Type>* inferred = &prepared->inference.types;
   // Planning subgraphs may have added constants (an outer constant read by a nested body), which
   // can move this plan's constants: take the facts' pointers again.
@@ -992,7 +1084,7 @@ Status GraphPlanner::PlanNode(size_t n) {
                      node.inputs.size() == 1 && node.outputs.size() == 1;
   AddNodeLine(node, label, erase ? "  (erased: aliases its input)" : "");
   if (erase) {
-    slots_[node.outputs[0]] = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
+    OutputSlot(0) = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
     return {};
   }
   // Schedule: outputs become computed slots; the kernel is created once.
@@ -1001,16 +1093,15 @@ Status GraphPlanner::PlanNode(size_t n) {
   step.output_count = static_cast<int32_t>(node.outputs.size());
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     if (node.outputs[o].empty()) continue;
-    slots_[node.outputs[o]] = {
-        {ValueRef::Source::kComputed, plan.computed_count + static_cast<int32_t>(o)},
-        (*inferred)[o],
-        static_cast<int>(n)};
+    OutputSlot(o) = {{ValueRef::Source::kComputed, plan.computed_count + static_cast<int32_t>(o)},
+                     (*inferred)[o],
+                     static_cast<int>(n)};
   }
   plan.computed_count += step.output_count;
   // Captured outer values are implicit inputs, after the formal ones.
   step.inputs.insert(step.inputs.end(), subgraphs.captures().begin(), subgraphs.captures().end());
   step.kernel = std::move(prepared->kernel);
-  step.label = label;
+  step.label = label.str();
   step.output_is_input = schema.output_is_input;
   step.reuses_input0 = schema.reuses_input0;
   plan.max_step_inputs = std::max(plan.max_step_inputs, step.inputs.size());
@@ -1163,17 +1254,17 @@ FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, std::vector<const
 #pragma GCC diagnostic pop
 #endif
 
-Status GraphPlanner::PlanAbsorbed(size_t n, const std::string& label) {
+Status GraphPlanner::PlanAbsorbed(size_t n, const PlannerNodeLabel& label) {
   const NodeDef& node = graph_.nodes[n];
   const KernelSchema& schema = *schemas_[n];
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
   Step step;
   std::vector<const Type*> input_types;
   IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
-  std::unordered_map<std::string, std::pair<Type, std::string>> bound;
+  TypeBindings bound;
   IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
-  auto found = slots_.find(node.inputs[absorbed_input_[n]]);
-  const NamedSlot* slot = found == slots_.end() || found->second.pending ? nullptr : &found->second;
+  const NamedSlot* found = slots_.Find(node.inputs[absorbed_input_[n]]);
+  const NamedSlot* slot = found == nullptr || found->pending ? nullptr : found;
   if (slot == nullptr) {
     return Status(StatusCode::kInternal, fmt::format("{}: the fused value is not planned", label));
   }
@@ -1185,7 +1276,7 @@ Status GraphPlanner::PlanAbsorbed(size_t n, const std::string& label) {
               fmt::format("  (fused into {})",
                           StepLabel(graph_.nodes[producer], producer, *schemas_[producer])));
   alias.producer = static_cast<int>(n);
-  slots_[node.outputs[0]] = alias;
+  OutputSlot(0) = alias;
   return {};
 }
 
