@@ -78,7 +78,7 @@ __m512 Sleef_finz_tanhf16_u10avx512f(__m512);
 }
 #define IDEM_SLEEF_VECTOR_FN(name, fn)                                 \
   template <class D>                                                   \
-  HWY_INLINE hn::Vec<D> name(D, hn::Vec<D> v) {                        \
+  HWY_INLINE hn::Vec<D> name##Raw(D, hn::Vec<D> v) {                   \
     static_assert(hn::MaxLanes(D()) == 16, "full float vectors only"); \
     return hn::Vec<D>{Sleef_finz_##fn##f16_u10avx512f(v.raw)};         \
   }
@@ -92,7 +92,7 @@ __m256 Sleef_finz_tanhf8_u10avx2(__m256);
 }
 #define IDEM_SLEEF_VECTOR_FN(name, fn)                                \
   template <class D>                                                  \
-  HWY_INLINE hn::Vec<D> name(D, hn::Vec<D> v) {                       \
+  HWY_INLINE hn::Vec<D> name##Raw(D, hn::Vec<D> v) {                  \
     static_assert(hn::MaxLanes(D()) == 8, "full float vectors only"); \
     return hn::Vec<D>{Sleef_finz_##fn##f8_u10avx2(v.raw)};            \
   }
@@ -101,7 +101,7 @@ __m256 Sleef_finz_tanhf8_u10avx2(__m256);
 
 #define IDEM_SLEEF_VECTOR_FN(name, fn)                                \
   template <class D>                                                  \
-  HWY_INLINE hn::Vec<D> name(D d, hn::Vec<D> v) {                     \
+  HWY_INLINE hn::Vec<D> name##Raw(D d, hn::Vec<D> v) {                \
     HWY_ALIGN float lanes[hn::MaxLanes(D())];                         \
     hn::Store(v, d, lanes);                                           \
     const sleef_scalar::Fn f = sleef_scalar::Get().fn;                \
@@ -115,6 +115,31 @@ IDEM_SLEEF_VECTOR_FN(Exp, exp)
 IDEM_SLEEF_VECTOR_FN(Log, log)
 IDEM_SLEEF_VECTOR_FN(Tanh, tanh)
 #undef IDEM_SLEEF_VECTOR_FN
+
+// SLEEF's same-bits promise does not cover a NaN's sign: its AVX-512 logf(-1) is +NaN, its AVX2
+// and scalar ones -NaN. So a NaN result is made target-independent here: a NaN input comes back
+// quieted, any other NaN is x86's default NaN (0xFFC00000), as glibc's logf/expf/tanhf (the
+// reference kernels' std:: calls) give on this hardware.
+template <class D>
+HWY_INLINE hn::Vec<D> CanonicalNaN(D d, hn::Vec<D> v, hn::Vec<D> r) {
+  const hn::RebindToUnsigned<D> du;
+  const hn::Vec<D> quieted = hn::BitCast(d, hn::Or(hn::BitCast(du, v), hn::Set(du, 0x00400000u)));
+  const hn::Vec<D> default_nan = hn::BitCast(d, hn::Set(du, 0xFFC00000u));
+  return hn::IfThenElse(hn::IsNaN(r), hn::IfThenElse(hn::IsNaN(v), quieted, default_nan), r);
+}
+
+template <class D>
+HWY_INLINE hn::Vec<D> Exp(D d, hn::Vec<D> v) {
+  return CanonicalNaN(d, v, ExpRaw(d, v));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> Log(D d, hn::Vec<D> v) {
+  return CanonicalNaN(d, v, LogRaw(d, v));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> Tanh(D d, hn::Vec<D> v) {
+  return CanonicalNaN(d, v, TanhRaw(d, v));
+}
 
 // sigmoid(x) = (x < 0 ? e : 1) / (1 + e) with e = exp(-|x|): one exp (the same bits on every
 // target) and one add and one division (one IEEE rounding each). e <= 1, so nothing overflows
