@@ -209,3 +209,33 @@ TEST(AllocateTensorTest, LargeOutputsReuseFreedBlocksZeroed) {
 
 }  // namespace
 }  // namespace idem
+
+namespace idem {
+namespace {
+
+// The indexed type check (a bit per tensor element type) answers exactly as the scan of the
+// allowed types, for every constraint of every registered version, on tensors of every element
+// type and on a sequence and an optional of each.
+TEST(RegistryTest, IndexedTypeConstraintsAnswerAsTheScan) {
+  size_t checked = 0;
+  for (const KernelSchema* schema : KernelRegistry::Default().All()) {
+    for (const TypeConstraint& indexed : schema->constraints) {
+      ASSERT_TRUE(indexed.indexed) << schema->Name() << " " << indexed.param;
+      TypeConstraint scan = indexed;
+      scan.indexed = false;
+      for (int32_t code = 1; code <= kMaxElementTypeCode; ++code) {
+        const auto element = static_cast<ElementType>(code);
+        for (const Type& type : {Type::Tensor(element), Type::Sequence(Type::Tensor(element)),
+                                 Type::Optional(Type::Tensor(element))}) {
+          ASSERT_EQ(indexed.Allows(type), scan.Allows(type))
+              << schema->Name() << " " << indexed.param << " " << type.ToString();
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000u);
+}
+
+}  // namespace
+}  // namespace idem

@@ -4,11 +4,14 @@
 #include <atomic>
 #include <bit>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
 
 #include "idem/idem.h"
 #include "idem/session_proto.h"
+#include "src/runtime/name_table.h"
 #include "tests/test_models.h"
 
 namespace idem {
@@ -526,6 +529,69 @@ TEST(ConstantFoldingTest, FoldedBytesAreBoundedPerSession) {
     ASSERT_EQ(v.tensor().element_count(), 3670000);
     EXPECT_EQ(v.tensor().data_as<float>()[3669999], 0.0f);
   }
+}
+
+}  // namespace
+}  // namespace idem
+
+namespace idem {
+namespace {
+
+// The planner's name table: every key found after any number of later insertions (the index is
+// rebuilt and chunks are added), entries never move, duplicates are refused, and Entry(i, key)
+// answers only for the entry whose key equals `key` (a wrong guess is nullptr, never another
+// name's value).
+TEST(NameTableTest, FindsEveryKeyAndEntriesNeverMove) {
+  constexpr int kNames = 20000;  // past the growing chunks (8176 entries) and many rebuilds
+  std::vector<std::string> names;
+  names.reserve(kNames);
+  for (int i = 0; i < kNames; ++i) names.push_back("value_" + std::to_string(i));
+  NameTable<int> table;
+  std::vector<int*> addresses;
+  for (int i = 0; i < kNames; ++i) {
+    auto [value, inserted] = table.Emplace(names[i], i);
+    ASSERT_TRUE(inserted) << names[i];
+    addresses.push_back(value);
+  }
+  EXPECT_EQ(table.size(), static_cast<size_t>(kNames));
+  for (int i = 0; i < kNames; ++i) {
+    ASSERT_EQ(table.Find(names[i]), addresses[i]) << names[i];
+    EXPECT_EQ(*addresses[i], i);
+    // A key equal in content but at another address is the same key.
+    const std::string copy = names[i];
+    EXPECT_EQ(table.Entry(static_cast<size_t>(i), copy), addresses[i]);
+  }
+  EXPECT_EQ(table.Find("value_20000"), nullptr);
+  EXPECT_EQ(table.Find(""), nullptr);
+  EXPECT_FALSE(table.Contains("value_"));
+  auto [again, inserted] = table.Emplace(names[7], -1);
+  EXPECT_FALSE(inserted);
+  EXPECT_EQ(again, addresses[7]);
+  EXPECT_EQ(*again, 7);
+  // Wrong guesses and guesses past the end.
+  EXPECT_EQ(table.Entry(8, names[7]), nullptr);
+  EXPECT_EQ(table.Entry(kNames, names[7]), nullptr);
+  EXPECT_EQ(table.Entry(0, "value_00"), nullptr);
+  table[names[3]] = 42;
+  EXPECT_EQ(*addresses[3], 42);
+  const std::string fresh = "fresh";
+  EXPECT_EQ(table[fresh], 0);
+  EXPECT_EQ(table.size(), static_cast<size_t>(kNames) + 1);
+}
+
+TEST(NameTableTest, ReserveRebuildsTheIndexAndKeepsEveryKey) {
+  NameTable<std::string> table;
+  EXPECT_EQ(table.Find("a"), nullptr);  // an empty table has no index yet
+  std::vector<std::string> keys = {"a", "b", "", "a\0b"};
+  keys[3].assign("a\0b", 3);
+  for (const std::string& key : keys) EXPECT_TRUE(table.Emplace(key, "v" + key).second);
+  table.Reserve(100000);
+  for (const std::string& key : keys) {
+    ASSERT_NE(table.Find(key), nullptr);
+    EXPECT_EQ(*table.Find(key), "v" + key);
+  }
+  // Keys differing after an embedded NUL are different keys.
+  EXPECT_EQ(table.Find(std::string_view("a\0c", 3)), nullptr);
 }
 
 }  // namespace

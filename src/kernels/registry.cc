@@ -5,11 +5,25 @@
 
 namespace idem {
 
+static_assert(kMaxElementTypeCode < 64, "TypeConstraint::tensor_elements is a 64-bit mask");
+
 bool TypeConstraint::Allows(const Type& type) const {
+  if (indexed && type.is_tensor()) {
+    const auto code = static_cast<int32_t>(type.element_type());
+    return code >= 0 && code < 64 && ((tensor_elements >> code) & 1) != 0;
+  }
   for (const Type& t : allowed) {
     if (t.SameStructure(type)) return true;
   }
   return false;
+}
+
+void TypeConstraint::Index() {
+  tensor_elements = 0;
+  for (const Type& t : allowed) {
+    if (t.is_tensor()) tensor_elements |= uint64_t{1} << static_cast<int32_t>(t.element_type());
+  }
+  indexed = true;
 }
 
 const TypeConstraint* KernelSchema::FindConstraint(const std::string& param) const {
@@ -57,6 +71,7 @@ void KernelRegistry::Register(KernelSchema schema) {
       return prepared;
     };
   }
+  for (TypeConstraint& constraint : schema.constraints) constraint.Index();
   auto& versions = schemas_[{schema.domain, schema.op_type}];
   const int since = schema.since_version;
   versions[since] = std::make_unique<KernelSchema>(std::move(schema));
