@@ -170,11 +170,11 @@ Result<Inference> InferBinary(const BinaryAttrs& attrs, const Facts& facts, std:
   return OneOutput(TensorType(out, std::move(dims)));
 }
 
-// The shape rule at run time, then body(out_bytes, i, ia, ib) for every output element i (ia, ib:
-// the input elements it reads), into a new tensor of `out_type`.
-template <class Body>
-Result<Value> RunBroadcast(RunContext& ctx, const BinaryAttrs& attrs, const Tensor& a,
-                           const Tensor& b, ElementType out_type, Body&& body) {
+// The shape rule at run time, then fill(out_bytes, b_dims, out_dims) into a new tensor of
+// `out_type` (b_dims: B's dims aligned to A's under the legacy broadcast rule).
+template <class Fill>
+Result<Value> RunBroadcastInto(RunContext& ctx, const BinaryAttrs& attrs, const Tensor& a,
+                               const Tensor& b, ElementType out_type, Fill&& fill) {
   Ints b_dims(b.shape().begin(), b.shape().end());
   if (attrs.legacy) {
     IDEM_ASSIGN_OR_RETURN(b_dims, LegacyAlign<int64_t>(attrs, a.shape(), b.shape()));
@@ -183,20 +183,31 @@ Result<Value> RunBroadcast(RunContext& ctx, const BinaryAttrs& attrs, const Tens
                         BroadcastDims<int64_t>(a.shape(), std::span<const int64_t>(b_dims)));
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensorForOverwrite(ctx, out_type, dims, &out));
-  ForEachBroadcast(a.shape(), b_dims, dims,
-                   [&](int64_t i, int64_t ia, int64_t ib) { body(out, i, ia, ib); });
+  fill(out, std::span<const int64_t>(b_dims), std::span<const int64_t>(dims));
   return v;
 }
 
-// out = op(a, b) over elements TA, TB giving TO.
+// body(out_bytes, i, ia, ib) for every output element i (ia, ib: the input elements it reads).
+template <class Body>
+Result<Value> RunBroadcast(RunContext& ctx, const BinaryAttrs& attrs, const Tensor& a,
+                           const Tensor& b, ElementType out_type, Body&& body) {
+  return RunBroadcastInto(
+      ctx, attrs, a, b, out_type,
+      [&](std::byte* out, std::span<const int64_t> b_dims, std::span<const int64_t> dims) {
+        ForEachBroadcast(a.shape(), b_dims, dims,
+                         [&](int64_t i, int64_t ia, int64_t ib) { body(out, i, ia, ib); });
+      });
+}
+
+// out = op(a, b) over elements TA, TB giving TO (run by run, vectorizable).
 template <class TA, class TB, class TO, class Op>
 Result<Value> MapBroadcast(RunContext& ctx, const BinaryAttrs& attrs, const Tensor& a,
                            const Tensor& b, ElementType out_type, Op&& op) {
-  const std::byte* pa = a.data().data();
-  const std::byte* pb = b.data().data();
-  return RunBroadcast(
-      ctx, attrs, a, b, out_type, [&](std::byte* out, int64_t i, int64_t ia, int64_t ib) {
-        StoreElement<TO>(out, i, op(LoadElement<TA>(pa, ia), LoadElement<TB>(pb, ib)));
+  return RunBroadcastInto(
+      ctx, attrs, a, b, out_type,
+      [&](std::byte* out, std::span<const int64_t> b_dims, std::span<const int64_t> dims) {
+        MapBroadcastInto<TA, TB, TO>(a.data().data(), a.shape(), b.data().data(), b_dims, dims, out,
+                                     op);
       });
 }
 

@@ -583,3 +583,90 @@ TEST(BinaryLimitsTest, BroadcastOutputCheckedBeforeAllocating) {
 
 }  // namespace
 }  // namespace idem::testing
+
+namespace idem::testing {
+namespace {
+
+// out[i] = op(a[ia], b[ib]) by numpy's broadcasting rule, computed index by index (the oracle for
+// the run-by-run loops): every pair of shapes below, Add/Sub/Mul/Div on floats and Add on int32,
+// bit for bit.
+TEST(ArithTest, BroadcastRunsMatchElementByElementIndexing) {
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> pairs = {
+      {{2, 3, 4}, {2, 3, 4}},       {{2, 3, 4}, {4}},          {{2, 3, 4}, {3, 1}},
+      {{2, 3, 4}, {2, 1, 4}},       {{2, 3, 4}, {}},           {{}, {2, 3, 4}},
+      {{1, 3, 1, 5}, {2, 1, 4, 1}}, {{4, 1}, {1, 5}},          {{1, 1, 1}, {1, 1}},
+      {{3, 1, 5}, {1, 1, 1}},       {{1, 129, 24}, {1, 1, 1}}, {{2, 1, 3, 1, 2}, {1, 4, 1, 5, 1}},
+      {{1, 7, 1}, {6, 1, 9}},
+  };
+  auto broadcast = [](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    const size_t rank = std::max(a.size(), b.size());
+    std::vector<int64_t> out(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      const int64_t da = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+      const int64_t db = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+      out[i] = std::max(da, db);
+    }
+    return out;
+  };
+  // The flat index into `shape` (right-aligned to `out`) of output coordinate `coord`.
+  auto index_of = [](const std::vector<int64_t>& shape, const std::vector<int64_t>& coord) {
+    int64_t index = 0;
+    const size_t offset = coord.size() - shape.size();
+    for (size_t i = 0; i < shape.size(); ++i) {
+      index = index * shape[i] + (shape[i] == 1 ? 0 : coord[offset + i]);
+    }
+    return index;
+  };
+  uint32_t seed = 1;
+  for (const auto& [sa, sb] : pairs) {
+    const std::vector<int64_t> so = broadcast(sa, sb);
+    int64_t na = 1, nb = 1, no = 1;
+    for (int64_t d : sa) na *= d;
+    for (int64_t d : sb) nb *= d;
+    for (int64_t d : so) no *= d;
+    const std::vector<float> fa = RandomUnit(static_cast<size_t>(na), seed++);
+    std::vector<float> fb = RandomUnit(static_cast<size_t>(nb), seed++);
+    for (float& v : fb) v += 2.0f;  // no division by zero
+    std::vector<int32_t> ia(fa.size()), ib(fb.size());
+    for (size_t i = 0; i < fa.size(); ++i) ia[i] = static_cast<int32_t>(fa[i] * 1e9f);
+    for (size_t i = 0; i < fb.size(); ++i) ib[i] = static_cast<int32_t>(fb[i] * 7e8f);
+    for (const char* op : {"Add", "Sub", "Mul", "Div"}) {
+      SCOPED_TRACE(::testing::Message() << op << " " << ::testing::PrintToString(sa) << " "
+                                        << ::testing::PrintToString(sb));
+      const Value got = RunOne(op, 14, {Floats(sa, fa), Floats(sb, fb)});
+      ASSERT_EQ(ShapeOf(got), so);
+      const std::vector<float> values = Elements<float>(got);
+      std::vector<int64_t> coord(so.size(), 0);
+      for (int64_t i = 0; i < no; ++i) {
+        const float x = fa[static_cast<size_t>(index_of(sa, coord))];
+        const float y = fb[static_cast<size_t>(index_of(sb, coord))];
+        const float want = std::string(op) == "Add"   ? x + y
+                           : std::string(op) == "Sub" ? x - y
+                           : std::string(op) == "Mul" ? x * y
+                                                      : x / y;
+        ASSERT_EQ(std::bit_cast<uint32_t>(values[static_cast<size_t>(i)]),
+                  std::bit_cast<uint32_t>(want))
+            << "element " << i;
+        for (size_t d = coord.size(); d-- > 0;) {
+          if (++coord[d] < so[d]) break;
+          coord[d] = 0;
+        }
+      }
+    }
+    const Value sum = RunOne("Add", 14, {I32(sa, ia), I32(sb, ib)});
+    const std::vector<int32_t> values = Elements<int32_t>(sum);
+    std::vector<int64_t> coord(so.size(), 0);
+    for (int64_t i = 0; i < no; ++i) {
+      const auto x = static_cast<uint32_t>(ia[static_cast<size_t>(index_of(sa, coord))]);
+      const auto y = static_cast<uint32_t>(ib[static_cast<size_t>(index_of(sb, coord))]);
+      ASSERT_EQ(values[static_cast<size_t>(i)], static_cast<int32_t>(x + y)) << "element " << i;
+      for (size_t d = coord.size(); d-- > 0;) {
+        if (++coord[d] < so[d]) break;
+        coord[d] = 0;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace idem::testing

@@ -145,35 +145,25 @@ Status DispatchBySize(ElementType type, std::string_view op, F&& f) {
 // broadcast dims.
 Ints BroadcastStrides(std::span<const int64_t> shape, size_t rank);
 
-// Calls body(out_index, a_index, b_index) for every element of the broadcast of `a` and `b` to
-// `out` (which must be their broadcast shape), in row-major output order. Same-shape and scalar
-// operands take fast paths.
-template <class Body>
-void ForEachBroadcast(std::span<const int64_t> a, std::span<const int64_t> b,
-                      std::span<const int64_t> out, Body&& body) {
+// Calls run(i, ia, step_a, ib, step_b, n) for runs covering every element of the broadcast of
+// `a` and `b` to `out` (which must be their broadcast shape), in row-major output order: output
+// elements i .. i + n - 1 read a[ia + j * step_a] and b[ib + j * step_b]. Dims of size 1 are
+// dropped and neighbours merged where both operands step through them as one (x[..., i, j] at
+// stride s_i = s_j * n_j), so each run is the longest stretch with fixed steps: one run for
+// same-shape and scalar operands, C runs of H * W for a per-channel [1, C, 1, 1] against
+// [N, C, H, W]. Steps are 0 or 1 for the broadcasts exporters write.
+template <class Run>
+void ForEachBroadcastRun(std::span<const int64_t> a, std::span<const int64_t> b,
+                         std::span<const int64_t> out, Run&& run) {
   int64_t count = 1;
   for (int64_t d : out) count *= d;
   if (count == 0) return;
   int64_t ca = 1, cb = 1;
   for (int64_t d : a) ca *= d;
   for (int64_t d : b) cb *= d;
-  if (ca == count && cb == count) {
-    for (int64_t i = 0; i < count; ++i) body(i, i, i);
-    return;
-  }
-  if (cb == 1 && ca == count) {
-    for (int64_t i = 0; i < count; ++i) body(i, i, int64_t{0});
-    return;
-  }
-  if (ca == 1 && cb == count) {
-    for (int64_t i = 0; i < count; ++i) body(i, int64_t{0}, i);
-    return;
-  }
-  // The general case: dims of size 1 dropped and neighbours merged where both operands step
-  // through them as one (x[..., i, j] at stride s_i = s_j * n_j), so the innermost loop runs
-  // the longest stretch with fixed steps (0 or 1 for the broadcasts exporters write: a
-  // per-channel [1, C, 1, 1] against [N, C, H, W] becomes C runs of H * W), specialized so the
-  // compiler vectorizes it. The visiting order stays row-major.
+  if (ca == count && cb == count) return run(int64_t{0}, int64_t{0}, 1, int64_t{0}, 1, count);
+  if (cb == 1 && ca == count) return run(int64_t{0}, int64_t{0}, 1, int64_t{0}, 0, count);
+  if (ca == 1 && cb == count) return run(int64_t{0}, int64_t{0}, 0, int64_t{0}, 1, count);
   const size_t rank = out.size();
   const Ints ta = BroadcastStrides(a, rank), tb = BroadcastStrides(b, rank);
   Ints dims, sa, sb;
@@ -189,24 +179,13 @@ void ForEachBroadcast(std::span<const int64_t> a, std::span<const int64_t> b,
       sb.push_back(tb[d]);
     }
   }
-  if (dims.empty()) {
-    body(int64_t{0}, int64_t{0}, int64_t{0});
-    return;
-  }
+  if (dims.empty()) return run(int64_t{0}, int64_t{0}, 0, int64_t{0}, 0, int64_t{1});
   const size_t outer = dims.size() - 1;
   const int64_t inner = dims[outer], step_a = sa[outer], step_b = sb[outer];
   Ints index(outer, 0);
   int64_t ia = 0, ib = 0;
   for (int64_t i = 0; i < count; i += inner) {
-    if (step_a == 1 && step_b == 1) {
-      for (int64_t j = 0; j < inner; ++j) body(i + j, ia + j, ib + j);
-    } else if (step_a == 1 && step_b == 0) {
-      for (int64_t j = 0; j < inner; ++j) body(i + j, ia + j, ib);
-    } else if (step_a == 0 && step_b == 1) {
-      for (int64_t j = 0; j < inner; ++j) body(i + j, ia, ib + j);
-    } else {
-      for (int64_t j = 0; j < inner; ++j) body(i + j, ia + j * step_a, ib + j * step_b);
-    }
+    run(i, ia, step_a, ib, step_b, inner);
     for (size_t d = outer; d-- > 0;) {
       ia += sa[d];
       ib += sb[d];
@@ -216,6 +195,28 @@ void ForEachBroadcast(std::span<const int64_t> a, std::span<const int64_t> b,
       index[d] = 0;
     }
   }
+}
+
+// Calls body(out_index, a_index, b_index) for every element of the broadcast of `a` and `b` to
+// `out`, in row-major output order (the runs of ForEachBroadcastRun, element by element, with
+// the common steps specialized so the compiler vectorizes them).
+template <class Body>
+void ForEachBroadcast(std::span<const int64_t> a, std::span<const int64_t> b,
+                      std::span<const int64_t> out, Body&& body) {
+  ForEachBroadcastRun(
+      a, b, out, [&](int64_t i, int64_t ia, int64_t step_a, int64_t ib, int64_t step_b, int64_t n) {
+        if (step_a == 1 && step_b == 1) {
+          for (int64_t j = 0; j < n; ++j) body(i + j, ia + j, ib + j);
+        } else if (step_a == 1 && step_b == 0) {
+          for (int64_t j = 0; j < n; ++j) body(i + j, ia + j, ib);
+        } else if (step_a == 0 && step_b == 1) {
+          for (int64_t j = 0; j < n; ++j) body(i + j, ia, ib + j);
+        } else {
+          for (int64_t j = 0; j < n; ++j) {
+            body(i + j, ia + j * step_a, ib + j * step_b);
+          }
+        }
+      });
 }
 
 // Typed element access over a tensor's bytes (unaligned-safe).
@@ -230,6 +231,44 @@ inline void StoreElement(std::byte* p, int64_t i, T v) {
   std::memcpy(p + i * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
 }
 
+// out[j] = op(a[j * step_a], b[j * step_b]) for j < n, over raw element bytes. `out` is a fresh
+// tensor that overlaps neither input: saying so (__restrict) is what lets the compiler keep the
+// pointers in registers and vectorize, since a store through std::byte* may alias anything.
+template <class TA, class TB, class TO, class Op>
+inline void MapRun(const std::byte* __restrict a, int64_t step_a, const std::byte* __restrict b,
+                   int64_t step_b, std::byte* __restrict out, int64_t n, Op op) {
+  if (step_a == 1 && step_b == 1) {
+    for (int64_t j = 0; j < n; ++j) {
+      StoreElement<TO>(out, j, op(LoadElement<TA>(a, j), LoadElement<TB>(b, j)));
+    }
+  } else if (step_a == 1 && step_b == 0) {
+    const TB y = LoadElement<TB>(b, 0);
+    for (int64_t j = 0; j < n; ++j) StoreElement<TO>(out, j, op(LoadElement<TA>(a, j), y));
+  } else if (step_a == 0 && step_b == 1) {
+    const TA x = LoadElement<TA>(a, 0);
+    for (int64_t j = 0; j < n; ++j) StoreElement<TO>(out, j, op(x, LoadElement<TB>(b, j)));
+  } else {
+    for (int64_t j = 0; j < n; ++j) {
+      StoreElement<TO>(out, j, op(LoadElement<TA>(a, j * step_a), LoadElement<TB>(b, j * step_b)));
+    }
+  }
+}
+
+// out = op(a, b) over the broadcast of a (shape a_dims) and b (b_dims) to out_dims, into the
+// fresh tensor bytes `out`.
+template <class TA, class TB, class TO, class Op>
+void MapBroadcastInto(const std::byte* a, std::span<const int64_t> a_dims, const std::byte* b,
+                      std::span<const int64_t> b_dims, std::span<const int64_t> out_dims,
+                      std::byte* out, Op op) {
+  ForEachBroadcastRun(
+      a_dims, b_dims, out_dims,
+      [&](int64_t i, int64_t ia, int64_t step_a, int64_t ib, int64_t step_b, int64_t n) {
+        MapRun<TA, TB, TO>(a + ia * static_cast<int64_t>(sizeof(TA)), step_a,
+                           b + ib * static_cast<int64_t>(sizeof(TB)), step_b,
+                           out + i * static_cast<int64_t>(sizeof(TO)), n, op);
+      });
+}
+
 // out = op(a, b) elementwise with broadcasting: allocates the output of element type `out_type`
 // (checked against the budget) and writes every element. `op` maps (TA, TB) -> TO.
 template <class TA, class TB, class TO, class Op>
@@ -238,12 +277,16 @@ Result<Value> BroadcastBinary(RunContext& ctx, const Tensor& a, const Tensor& b,
   IDEM_ASSIGN_OR_RETURN(Ints shape, BroadcastDims<int64_t>(a.shape(), b.shape()));
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensorForOverwrite(ctx, out_type, shape, &out));
-  const std::byte* pa = a.data().data();
-  const std::byte* pb = b.data().data();
-  ForEachBroadcast(a.shape(), b.shape(), shape, [&](int64_t i, int64_t ia, int64_t ib) {
-    StoreElement<TO>(out, i, op(LoadElement<TA>(pa, ia), LoadElement<TB>(pb, ib)));
-  });
+  MapBroadcastInto<TA, TB, TO>(a.data().data(), a.shape(), b.data().data(), b.shape(), shape, out,
+                               op);
   return v;
+}
+
+// out[i] = op(x[i]) for i < n; `out` (a fresh tensor) does not overlap x (see MapRun).
+template <class TI, class TO, class Op>
+inline void MapElements(const std::byte* __restrict x, std::byte* __restrict out, int64_t n,
+                        Op op) {
+  for (int64_t i = 0; i < n; ++i) StoreElement<TO>(out, i, op(LoadElement<TI>(x, i)));
 }
 
 // out = op(x) elementwise: allocates the output of `out_type` and shape of x.
@@ -251,9 +294,7 @@ template <class TI, class TO, class Op>
 Result<Value> MapUnary(RunContext& ctx, const Tensor& x, ElementType out_type, Op&& op) {
   std::byte* out = nullptr;
   IDEM_ASSIGN_OR_RETURN(Value v, AllocateTensorForOverwrite(ctx, out_type, x.shape(), &out));
-  const std::byte* px = x.data().data();
-  const int64_t n = x.element_count();
-  for (int64_t i = 0; i < n; ++i) StoreElement<TO>(out, i, op(LoadElement<TI>(px, i)));
+  MapElements<TI, TO>(x.data().data(), out, x.element_count(), op);
   return v;
 }
 

@@ -68,15 +68,13 @@ Result<uint64_t> CheckOutput(RunContext& ctx, ElementType type, std::span<const 
 
 namespace {
 
-// Calls visit(output index, input index or -1) in output order.
-template <class Visit>
-void ForEachMapped(std::span<const int64_t> out_shape, std::span<const Ints> maps,
-                   std::span<const int64_t> in_shape, Visit&& visit) {
+// Calls row(first output index, base, fill, last) for every row of the output along its last
+// axis, in output order: output element first + j is the fill value when `fill` or last[j] < 0,
+// else input element base + last[j]. rank >= 1.
+template <class Row>
+void ForEachMappedRow(std::span<const int64_t> out_shape, std::span<const Ints> maps,
+                      std::span<const int64_t> in_shape, Row&& row) {
   const size_t rank = out_shape.size();
-  if (rank == 0) {
-    visit(int64_t{0}, int64_t{0});
-    return;
-  }
   // Maps scaled by the input strides (-1 stays -1).
   ScratchVector<Ints> scaled(rank);
   int64_t stride = 1;
@@ -96,7 +94,8 @@ void ForEachMapped(std::span<const int64_t> out_shape, std::span<const Ints> map
       if (v < 0) fill = true;
       base += v;
     }
-    for (int64_t v : last) visit(out++, fill || v < 0 ? int64_t{-1} : base + v);
+    row(out, base, fill, std::span<const int64_t>(last));
+    out += static_cast<int64_t>(last.size());
     size_t d = rank - 1;
     while (d > 0) {
       --d;
@@ -105,6 +104,39 @@ void ForEachMapped(std::span<const int64_t> out_shape, std::span<const Ints> map
       if (d == 0) return;
     }
     if (rank == 1) return;
+  }
+}
+
+// Calls visit(output index, input index or -1) in output order.
+template <class Visit>
+void ForEachMapped(std::span<const int64_t> out_shape, std::span<const Ints> maps,
+                   std::span<const int64_t> in_shape, Visit&& visit) {
+  if (out_shape.empty()) {
+    visit(int64_t{0}, int64_t{0});
+    return;
+  }
+  ForEachMappedRow(out_shape, maps, in_shape,
+                   [&](int64_t first, int64_t base, bool fill, std::span<const int64_t> last) {
+                     for (size_t j = 0; j < last.size(); ++j) {
+                       visit(first + static_cast<int64_t>(j),
+                             fill || last[j] < 0 ? int64_t{-1} : base + last[j]);
+                     }
+                   });
+}
+
+// One output row of fixed-width elements T (see ForEachMappedRow); `out` is a fresh tensor that
+// does not overlap `in` (__restrict: see MapRun in dispatch.h).
+template <class T>
+void GatherRow(const std::byte* __restrict in, std::byte* __restrict out, int64_t base, bool fill,
+               std::span<const int64_t> last, T fill_value) {
+  const auto n = static_cast<int64_t>(last.size());
+  if (fill) {
+    for (int64_t j = 0; j < n; ++j) StoreElement<T>(out, j, fill_value);
+    return;
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t s = last[static_cast<size_t>(j)];
+    StoreElement<T>(out, j, s < 0 ? fill_value : LoadElement<T>(in, base + s));
   }
 }
 
@@ -134,8 +166,9 @@ Result<Value> Gather(RunContext& ctx, const Tensor& in, std::span<const int64_t>
     return Value::MakeStringTensor(std::vector<int64_t>(shape.begin(), shape.end()),
                                    std::move(strings));
   }
+  // Every element is written below (sub-byte types after a memset).
   std::byte* out = nullptr;
-  IDEM_ASSIGN_OR_RETURN(Value result, AllocateTensor(ctx, type, shape, &out));
+  IDEM_ASSIGN_OR_RETURN(Value result, AllocateTensorForOverwrite(ctx, type, shape, &out));
   if (count == 0) return result;
   const std::byte* p = in.data().data();
   const int bits = ElementBits(type);
@@ -156,9 +189,15 @@ Result<Value> Gather(RunContext& ctx, const Tensor& in, std::span<const int64_t>
     using T = decltype(tag);
     T fill_value{};
     if (fill.bytes.size() == sizeof(T)) std::memcpy(&fill_value, fill.bytes.data(), sizeof(T));
-    ForEachMapped(out_shape, maps, in.shape(), [&](int64_t o, int64_t s) {
-      StoreElement<T>(out, o, s < 0 ? fill_value : LoadElement<T>(p, s));
-    });
+    if (out_shape.empty()) {
+      StoreElement<T>(out, 0, LoadElement<T>(p, 0));
+      return Status();
+    }
+    ForEachMappedRow(out_shape, maps, in.shape(),
+                     [&](int64_t first, int64_t base, bool fill, std::span<const int64_t> last) {
+                       GatherRow<T>(p, out + first * static_cast<int64_t>(sizeof(T)), base, fill,
+                                    last, fill_value);
+                     });
     return Status();
   }));
   return result;
@@ -285,19 +324,25 @@ Ints AxisMap(PadMode mode, int64_t dim, int64_t b, int64_t e, int64_t size) {
       case PadMode::kEdge:
         p = std::clamp<int64_t>(p, 0, n - 1);
         break;
+      // Positions inside the input map to themselves; only the padding divides (a 64-bit
+      // division per element was most of a reflect Pad of Silero's 1536 samples).
       case PadMode::kReflect:
         if (n > 1) {
-          const int64_t period = 2 * (n - 1);
-          p %= period;
-          if (p < 0) p += period;
-          if (p >= n) p = period - p;
+          if (p < 0 || p >= n) {
+            const int64_t period = 2 * (n - 1);
+            p %= period;
+            if (p < 0) p += period;
+            if (p >= n) p = period - p;
+          }
         } else {
           p = 0;
         }
         break;
       case PadMode::kWrap:
-        p %= n;
-        if (p < 0) p += n;
+        if (p < 0 || p >= n) {
+          p %= n;
+          if (p < 0) p += n;
+        }
         break;
     }
     map[static_cast<size_t>(o)] = lo + p;

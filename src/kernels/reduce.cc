@@ -119,6 +119,83 @@ ComputeType<T> MaxIdentity() {
   }
 }
 
+// What a Sum/Mean accumulates in: double for floats, 128-bit integers otherwise.
+template <class C>
+using SumType =
+    std::conditional_t<std::is_floating_point_v<C>, double,
+                       std::conditional_t<std::is_signed_v<C>, __int128, unsigned __int128>>;
+
+template <class T>
+T MeanOf(SumType<ComputeType<T>> sum, int64_t count) {
+  using C = ComputeType<T>;
+  using Sum = SumType<C>;
+  if constexpr (std::is_floating_point_v<C>) {
+    return FromCompute<T>(static_cast<C>(sum / static_cast<double>(count)));  // 0 / 0 = NaN
+  } else {
+    return FromCompute<T>(count == 0 ? C{0} : static_cast<C>(sum / static_cast<Sum>(count)));
+  }
+}
+
+// X viewed as [outer, reduced, inner] when the reduced axes are one block of X's dims (dims of
+// size 1 anywhere do not matter): the output is [outer, inner]. nullopt otherwise.
+struct ReduceBlock {
+  int64_t outer = 1, reduced = 1, inner = 1;
+};
+std::optional<ReduceBlock> AsBlock(std::span<const int64_t> xs, const ReduceMask& mask) {
+  ReduceBlock b;
+  int phase = 0;  // 0: before the reduced block, 1: in it, 2: after it
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (xs[i] == 1) continue;
+    if (mask[i]) {
+      if (phase == 2) return std::nullopt;
+      phase = 1;
+      b.reduced *= xs[i];
+    } else {
+      if (phase == 1) phase = 2;
+      (phase == 0 ? b.outer : b.inner) *= xs[i];
+    }
+  }
+  return b;
+}
+
+// The reduction of a block view, the inner positions side by side: every output accumulates
+// its elements in the same order as the general loop below (so the same bits), but the inner
+// loop runs over independent outputs (vectorizable, no dependency chain) instead of striding.
+// `acc` holds `inner` accumulators.
+template <class T>
+void ReduceBlockRows(const ReduceAttrs& a, const std::byte* __restrict px, std::byte* __restrict y,
+                     const ReduceBlock& b, std::span<SumType<ComputeType<T>>> acc) {
+  using C = ComputeType<T>;
+  const int64_t inner = b.inner;
+  for (int64_t o = 0; o < b.outer; ++o) {
+    const std::byte* xo = px + o * b.reduced * inner * static_cast<int64_t>(sizeof(T));
+    std::byte* yo = y + o * inner * static_cast<int64_t>(sizeof(T));
+    if (a.kind == ReduceKind::kMax) {
+      for (int64_t j = 0; j < inner; ++j) {
+        C best = MaxIdentity<T>();
+        for (int64_t r = 0; r < b.reduced; ++r) {
+          const C v = ToCompute(LoadElement<T>(xo, r * inner + j));
+          bool take = v > best;
+          if constexpr (std::is_floating_point_v<C>) take = take || std::isnan(v);
+          if (take) best = v;
+        }
+        StoreElement<T>(yo, j, FromCompute<T>(best));
+      }
+      continue;
+    }
+    std::fill(acc.begin(), acc.end(), SumType<C>{0});
+    for (int64_t r = 0; r < b.reduced; ++r) {
+      for (int64_t j = 0; j < inner; ++j) {
+        acc[static_cast<size_t>(j)] +=
+            static_cast<SumType<C>>(ToCompute(LoadElement<T>(xo, r * inner + j)));
+      }
+    }
+    for (int64_t j = 0; j < inner; ++j) {
+      StoreElement<T>(yo, j, MeanOf<T>(acc[static_cast<size_t>(j)], b.reduced));
+    }
+  }
+}
+
 template <class T>
 Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x, const ReduceMask& mask,
                  Value& output) {
@@ -130,6 +207,18 @@ Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x, const R
   IDEM_ASSIGN_OR_RETURN(output, AllocateTensor(ctx, x.element_type(), ys, &y));
   const int64_t out_count = output.tensor().element_count();
   if (out_count == 0) return Status();
+  if (x.element_count() > 0) {
+    if (const std::optional<ReduceBlock> block = AsBlock(xs, mask)) {
+      if (a.kind == ReduceKind::kMax) {
+        ReduceBlockRows<T>(a, x.data().data(), y, *block, {});
+        return Status();
+      }
+      // The accumulators: inner <= the output's count, which the budget admitted.
+      ScratchVector<SumType<C>> acc(static_cast<size_t>(block->inner));
+      ReduceBlockRows<T>(a, x.data().data(), y, *block, std::span<SumType<C>>(acc));
+      return Status();
+    }
+  }
   // Kept and reduced axes with their element strides in X. When X is empty the strides are
   // unused (every reduction is over the empty set) and their products may exceed int64.
   Ints strides(rank, 0);
@@ -175,9 +264,7 @@ Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x, const R
       }
       StoreElement<T>(y, o, FromCompute<T>(best));
     } else {
-      using Sum =
-          std::conditional_t<std::is_floating_point_v<C>, double,
-                             std::conditional_t<std::is_signed_v<C>, __int128, unsigned __int128>>;
+      using Sum = SumType<C>;
       Sum sum = 0;
       for (int64_t r = 0; r < red_count; ++r) {
         sum += static_cast<Sum>(ToCompute(LoadElement<T>(px, offset)));
@@ -188,13 +275,7 @@ Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x, const R
           rpos[i] = 0;
         }
       }
-      C mean{};
-      if constexpr (std::is_floating_point_v<C>) {
-        mean = static_cast<C>(sum / static_cast<double>(red_count));  // 0 / 0 = NaN when empty
-      } else {
-        mean = red_count == 0 ? C{0} : static_cast<C>(sum / static_cast<Sum>(red_count));
-      }
-      StoreElement<T>(y, o, FromCompute<T>(mean));
+      StoreElement<T>(y, o, MeanOf<T>(sum, red_count));
     }
     for (size_t i = kept_dims.size(); i-- > 0;) {
       base += kept_strides[i];

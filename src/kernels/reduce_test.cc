@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <onnx/defs/schema.h>
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -374,6 +375,61 @@ TEST(ReduceRegistryTest, EveryVersionMatchesTheSchemas) {
       TypeStrings(*r.Resolve("", "ReduceMax", 18)->FindConstraint("T"));
   with_bool.insert("tensor(bool)");
   EXPECT_EQ(TypeStrings(*r.Resolve("", "ReduceMax", 20)->FindConstraint("T")), with_bool);
+}
+
+}  // namespace
+}  // namespace idem::testing
+
+namespace idem::testing {
+namespace {
+
+// Every axis set of a rank-4 tensor with a dim of 1 (reduced axes in one block, the block path,
+// and split by kept axes, the general loop): ReduceMean is exactly the double sum of the reduced
+// elements in row-major order over their count, rounded once; ReduceMax exactly the maximum.
+TEST(ReduceTest, EveryAxisSetIsTheRowMajorDoubleSumBitForBit) {
+  const std::vector<int64_t> dims = {3, 1, 5, 7};
+  const std::vector<float> x = RandomUnit(3 * 5 * 7, 11);
+  const Value in = Floats(dims, x);
+  for (int bits = 1; bits < 16; ++bits) {
+    std::vector<int64_t> axes, out_dims;
+    for (int i = 0; i < 4; ++i) {
+      const bool reduced = (bits >> i & 1) != 0;
+      if (reduced) axes.push_back(i);
+      out_dims.push_back(reduced ? 1 : dims[static_cast<size_t>(i)]);
+    }
+    const int64_t outs = out_dims[0] * out_dims[1] * out_dims[2] * out_dims[3];
+    std::vector<double> sum(static_cast<size_t>(outs), 0.0);
+    std::vector<float> max(static_cast<size_t>(outs), -INFINITY);
+    std::vector<int64_t> count(static_cast<size_t>(outs), 0);
+    for (int64_t a = 0; a < 3; ++a) {
+      for (int64_t c = 0; c < 5; ++c) {
+        for (int64_t d = 0; d < 7; ++d) {
+          const int64_t oa = out_dims[0] == 1 ? 0 : a, oc = out_dims[2] == 1 ? 0 : c,
+                        od = out_dims[3] == 1 ? 0 : d;
+          const auto o = static_cast<size_t>((oa * out_dims[2] + oc) * out_dims[3] + od);
+          const float v = x[static_cast<size_t>((a * 5 + c) * 7 + d)];
+          sum[o] += v;
+          max[o] = std::max(max[o], v);
+          ++count[o];
+        }
+      }
+    }
+    SCOPED_TRACE(::testing::Message() << "axes bits " << bits);
+    const Value mean = RunThree("ReduceMean", 13, {in}, [&](KernelRunner& r) {
+      r.IntsAttr("axes", axes).IntAttr("keepdims", 1);
+    });
+    const Value top = RunThree("ReduceMax", 13, {in}, [&](KernelRunner& r) {
+      r.IntsAttr("axes", axes).IntAttr("keepdims", 1);
+    });
+    EXPECT_EQ(ShapeOf(mean), out_dims);
+    const std::vector<float> got_mean = Elements<float>(mean), got_max = Elements<float>(top);
+    ASSERT_EQ(got_mean.size(), sum.size());
+    for (size_t o = 0; o < sum.size(); ++o) {
+      const auto want = static_cast<float>(sum[o] / static_cast<double>(count[o]));
+      EXPECT_EQ(std::bit_cast<uint32_t>(got_mean[o]), std::bit_cast<uint32_t>(want)) << o;
+      EXPECT_EQ(std::bit_cast<uint32_t>(got_max[o]), std::bit_cast<uint32_t>(max[o])) << o;
+    }
+  }
 }
 
 }  // namespace

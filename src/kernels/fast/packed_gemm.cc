@@ -389,6 +389,38 @@ void GemmTarget(const Problem& pr) {
       &context);
 }
 
+// V vectors of outputs of one row (the last holding `last` lanes, 1..kW) from a tap offset
+// table: V is a constant, so the accumulators stay in registers (with a run-time count they
+// were spilled to the stack on every tap; Silero's 24-wide rows were mostly that).
+template <int V>
+HWY_INLINE void DepthwiseColumns(DF d, const DepthwiseProblem& pr, const int64_t* offsets,
+                                 int64_t taps, const float* row, float* HWY_RESTRICT yrow,
+                                 int last) {
+  VF acc[V];
+  IDEM_UNROLL
+  for (VF& a : acc) a = hn::Zero(d);
+  for (int64_t t = 0; t < taps; ++t) {
+    const float* HWY_RESTRICT src = row + offsets[t];
+    const VF wv = hn::Set(d, pr.w[t]);
+    IDEM_UNROLL
+    for (int u = 0; u + 1 < V; ++u) acc[u] = Fma(wv, hn::LoadU(d, src + Lanes(u)), acc[u]);
+    const VF xv =
+        last == kW ? hn::LoadU(d, src + Lanes(V - 1)) : LoadFirst(d, src + Lanes(V - 1), last);
+    acc[V - 1] = Fma(wv, xv, acc[V - 1]);
+  }
+  IDEM_UNROLL
+  for (int u = 0; u < V; ++u) {
+    VF x = acc[u];
+    if (pr.bias != nullptr) x = hn::Add(x, hn::Set(d, *pr.bias));
+    x = Activate(d, x, pr.activation);
+    if (u < V - 1 || last == kW) {
+      hn::StoreU(x, d, yrow + Lanes(u));
+    } else {
+      StoreFirst(x, d, yrow + Lanes(u), last);
+    }
+  }
+}
+
 void DepthwiseTarget(const DepthwiseProblem& pr) {
   const DF d;
   constexpr int kU = 4;  // vectors of outputs per step (independent FMA chains)
@@ -419,6 +451,34 @@ void DepthwiseTarget(const DepthwiseProblem& pr) {
     const int64_t ky = t / pr.kw, shift = t % pr.kw * pr.dw;
     return (shift % pr.sw) * pr.phase_stride + ky * pr.dh * pr.ld + shift / pr.sw;
   };
+  if (taps <= kTable) {
+    for (int64_t oy = 0; oy < pr.oh; ++oy) {
+      float* yrow = pr.y + oy * ow;
+      const float* row = pr.planes + oy * pr.sh * pr.ld;
+      for (int64_t ox0 = 0; ox0 < ow; ox0 += int64_t{kU} * kW) {
+        const int64_t cols = std::min<int64_t>(int64_t{kU} * kW, ow - ox0);
+        const int vectors = static_cast<int>((cols + kW - 1) / kW);
+        const int last = static_cast<int>(cols - int64_t{vectors - 1} * kW);
+        static_assert(kU == 4, "DepthwiseColumns is instantiated for 1..4 vectors");
+        switch (vectors) {
+          case 1:
+            DepthwiseColumns<1>(d, pr, table, taps, row + ox0, yrow + ox0, last);
+            break;
+          case 2:
+            DepthwiseColumns<2>(d, pr, table, taps, row + ox0, yrow + ox0, last);
+            break;
+          case 3:
+            DepthwiseColumns<3>(d, pr, table, taps, row + ox0, yrow + ox0, last);
+            break;
+          default:
+            DepthwiseColumns<4>(d, pr, table, taps, row + ox0, yrow + ox0, last);
+            break;
+        }
+      }
+    }
+    return;
+  }
+  // Kernels of more than kTable taps.
   for (int64_t oy = 0; oy < pr.oh; ++oy) {
     float* HWY_RESTRICT yrow = pr.y + oy * ow;
     const float* row = pr.planes + oy * pr.sh * pr.ld;
