@@ -891,6 +891,18 @@ int64_t DepthwisePlaneRow(const Conv2D& g) { return g.ow + ((g.kw - 1) * g.dw) /
 int64_t DepthwisePlaneRows(const Conv2D& g) { return (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1; }
 void FastPhasePlanes(const Conv2D& g, const float* xc, float* planes) {
   const int64_t ld = DepthwisePlaneRow(g), rows = DepthwisePlaneRows(g);
+  if (g.sw == 1) {
+    // One plane: zero it at once, then copy the input rows in (a plane of a few short rows was
+    // three library calls per row, as much as the convolution of it).
+    std::fill(planes, planes + rows * ld, 0.0f);
+    const int64_t lo = std::min(ld, std::max<int64_t>(g.pl, 0));
+    const int64_t hi = std::clamp<int64_t>(g.w + g.pl, lo, ld);
+    for (int64_t pr = std::max<int64_t>(g.pt, 0); pr < rows && pr - g.pt < g.h; ++pr) {
+      const float* src = xc + (pr - g.pt) * g.w;
+      std::copy(src + (lo - g.pl), src + (hi - g.pl), planes + pr * ld + lo);
+    }
+    return;
+  }
   for (int64_t f = 0; f < g.sw; ++f) {
     float* plane = planes + f * rows * ld;
     for (int64_t pr = 0; pr < rows; ++pr) {

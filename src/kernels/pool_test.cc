@@ -746,5 +746,37 @@ TEST(PoolBadInputTest, SamePadsWhosePaddedExtentOverflowsAreRefused) {
   }
 }
 
+// The fast float GlobalAveragePool (eight partial sums in double) against the reference's
+// running sum: every plane size around the partial-sum count, values whose sums are inexact,
+// within 2 ulp; NaN and infinities as the reference.
+TEST(PoolTest, FastGlobalAverageMatchesTheReference) {
+  for (int64_t plane : {1, 2, 7, 8, 9, 15, 16, 17, 192, 1001}) {
+    SCOPED_TRACE(plane);
+    std::vector<float> x = RandomUnit(static_cast<size_t>(3 * plane), static_cast<uint32_t>(plane));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * 1000.0f + (i % 3 == 0 ? 1e7f : 0.0f);
+    const Value in = Floats({1, 3, 1, plane}, x);
+    auto fast = KernelRunner("GlobalAveragePool", 1).Run({in});
+    auto reference = KernelRunner("GlobalAveragePool", 1).Reference().Run({in});
+    ASSERT_TRUE(fast.ok() && reference.ok());
+    const std::vector<float> got = Elements<float>((*fast)[0]);
+    const std::vector<float> want = Elements<float>((*reference)[0]);
+    ASSERT_EQ(got.size(), 3u);
+    for (size_t c = 0; c < 3; ++c) {
+      EXPECT_LE(std::abs(got[c] - want[c]),
+                2 * std::abs(std::nextafter(want[c], INFINITY) - want[c]))
+          << got[c] << " vs " << want[c];
+    }
+  }
+  const Value special = Floats({1, 3, 1, 9}, {1, 2, NAN, 4,        5, 6, 7, 8,         9,  //
+                                              1, 2, 3,   INFINITY, 5, 6, 7, 8,         9,  //
+                                              1, 2, 3,   INFINITY, 5, 6, 7, -INFINITY, 9});
+  auto fast = KernelRunner("GlobalAveragePool", 1).Run({special});
+  ASSERT_TRUE(fast.ok());
+  const std::vector<float> got = Elements<float>((*fast)[0]);
+  EXPECT_TRUE(std::isnan(got[0]));
+  EXPECT_EQ(got[1], INFINITY);
+  EXPECT_TRUE(std::isnan(got[2]));
+}
+
 }  // namespace
 }  // namespace idem::testing

@@ -455,23 +455,40 @@ void DepthwiseTarget(const DepthwiseProblem& pr) {
     for (int64_t oy = 0; oy < pr.oh; ++oy) {
       float* yrow = pr.y + oy * ow;
       const float* row = pr.planes + oy * pr.sh * pr.ld;
-      for (int64_t ox0 = 0; ox0 < ow; ox0 += int64_t{kU} * kW) {
-        const int64_t cols = std::min<int64_t>(int64_t{kU} * kW, ow - ox0);
+      // Up to kBlock vectors at a time: each is a chain of dependent FMAs (one per tap), so a
+      // row of 6 vectors (PaddleOCR's 96 columns) runs as one block of six chains, not four
+      // and then two (two chains leave the FMA unit waiting on its latency).
+      constexpr int kBlock = 8;
+      for (int64_t ox0 = 0; ox0 < ow; ox0 += int64_t{kBlock} * kW) {
+        const int64_t cols = std::min<int64_t>(int64_t{kBlock} * kW, ow - ox0);
         const int vectors = static_cast<int>((cols + kW - 1) / kW);
         const int last = static_cast<int>(cols - int64_t{vectors - 1} * kW);
-        static_assert(kU == 4, "DepthwiseColumns is instantiated for 1..4 vectors");
+        const float* r = row + ox0;
+        float* out = yrow + ox0;
         switch (vectors) {
           case 1:
-            DepthwiseColumns<1>(d, pr, table, taps, row + ox0, yrow + ox0, last);
+            DepthwiseColumns<1>(d, pr, table, taps, r, out, last);
             break;
           case 2:
-            DepthwiseColumns<2>(d, pr, table, taps, row + ox0, yrow + ox0, last);
+            DepthwiseColumns<2>(d, pr, table, taps, r, out, last);
             break;
           case 3:
-            DepthwiseColumns<3>(d, pr, table, taps, row + ox0, yrow + ox0, last);
+            DepthwiseColumns<3>(d, pr, table, taps, r, out, last);
+            break;
+          case 4:
+            DepthwiseColumns<4>(d, pr, table, taps, r, out, last);
+            break;
+          case 5:
+            DepthwiseColumns<5>(d, pr, table, taps, r, out, last);
+            break;
+          case 6:
+            DepthwiseColumns<6>(d, pr, table, taps, r, out, last);
+            break;
+          case 7:
+            DepthwiseColumns<7>(d, pr, table, taps, r, out, last);
             break;
           default:
-            DepthwiseColumns<4>(d, pr, table, taps, row + ox0, yrow + ox0, last);
+            DepthwiseColumns<8>(d, pr, table, taps, r, out, last);
             break;
         }
       }
