@@ -4,12 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
 #include "src/core/atomic_file.h"
 #include "tests/status_matchers.h"
 #include "tools/backend_test.h"
+#include "tools/bench.h"
 #include "tools/npy.h"
 
 namespace idem::tools {
@@ -204,6 +207,112 @@ TEST(ToleranceTest, OptionalsAndSequencesRecurseWithTheSameRule) {
   const Value s3 = Value::MakeSequence(ElementType::kFloat, {Floats({1.05f})}).value();
   EXPECT_TRUE(DescribeDifferenceWithin(s1, s2, tol));
   EXPECT_FALSE(DescribeDifferenceWithin(s1, s3, tol));
+}
+
+// `idem bench`: the statistics and the bounded sample behind it.
+TEST(BenchToolTest, PercentilesInterpolateAsNumpyDoes) {
+  // numpy.percentile([1, 2, 3, 4], [0, 50, 90, 99, 100]) = [1, 2.5, 3.7, 3.97, 4].
+  const std::vector<int64_t> v = {1, 2, 3, 4};
+  EXPECT_DOUBLE_EQ(Percentile(v, 0), 1);
+  EXPECT_DOUBLE_EQ(Percentile(v, 50), 2.5);
+  EXPECT_DOUBLE_EQ(Percentile(v, 90), 3.7);
+  EXPECT_DOUBLE_EQ(Percentile(v, 99), 3.97);
+  EXPECT_DOUBLE_EQ(Percentile(v, 100), 4);
+  EXPECT_DOUBLE_EQ(Percentile({7}, 50), 7);
+  EXPECT_DOUBLE_EQ(Percentile({1, 2, 3}, 50), 2);
+}
+
+TEST(BenchToolTest, SummaryOfUnsortedRuns) {
+  LatencySamples samples(100, 5);
+  for (int64_t ns : {50, 10, 40, 20, 30}) samples.Add(ns);
+  const LatencyStats s = SummarizeLatency(samples);
+  EXPECT_EQ(s.runs, 5u);
+  EXPECT_EQ(s.samples, 5u);
+  EXPECT_DOUBLE_EQ(s.min, 10);
+  EXPECT_DOUBLE_EQ(s.mean, 30);
+  EXPECT_DOUBLE_EQ(s.median, 30);
+  EXPECT_DOUBLE_EQ(s.p90, 46);
+  EXPECT_DOUBLE_EQ(s.p99, 49.6);
+  EXPECT_DOUBLE_EQ(s.max, 50);
+}
+
+TEST(BenchToolTest, SamplesPastTheCapAreThinnedEvenly) {
+  // 1000 runs into 64 slots: the kept runs are every stride-th one from the first, so the
+  // percentiles see the whole benchmark, not its first 64 runs; count, min, mean, max see all.
+  LatencySamples samples(64);
+  for (int64_t k = 0; k < 1000; ++k) samples.Add(k);
+  EXPECT_EQ(samples.runs(), 1000u);
+  EXPECT_LE(samples.samples().size(), 64u);
+  EXPECT_GE(samples.samples().size(), 32u);
+  const int64_t stride = samples.samples()[1] - samples.samples()[0];
+  EXPECT_EQ(stride, 16);
+  for (size_t k = 0; k < samples.samples().size(); ++k) {
+    EXPECT_EQ(samples.samples()[k], static_cast<int64_t>(k) * stride);
+  }
+  EXPECT_EQ(samples.min(), 0);
+  EXPECT_EQ(samples.max(), 999);
+  EXPECT_DOUBLE_EQ(samples.mean(), 499.5);
+  const LatencyStats s = SummarizeLatency(samples);
+  EXPECT_NEAR(s.median, 500, 20);
+  EXPECT_LE(s.p99, s.max);
+}
+
+TEST(BenchToolTest, DimArgumentsAndResolvedTypes) {
+  auto dims = ParseDimArgs({"N=4", "batch=1"});
+  ASSERT_TRUE(dims.ok()) << dims.status().message();
+  EXPECT_EQ(dims->at("N"), 4);
+  EXPECT_STATUS(ParseDimArgs({"N=0"}), StatusCode::kInvalidArgument, "[1, 2147483647]");
+  EXPECT_STATUS(ParseDimArgs({"N=-2"}), StatusCode::kInvalidArgument, "[1, 2147483647]");
+  EXPECT_STATUS(ParseDimArgs({"N=2x"}), StatusCode::kInvalidArgument, "[1, 2147483647]");
+  EXPECT_STATUS(ParseDimArgs({"N=2147483648"}), StatusCode::kInvalidArgument, "[1, 2147483647]");
+  EXPECT_STATUS(ParseDimArgs({"=3"}), StatusCode::kInvalidArgument, "NAME=VALUE");
+  EXPECT_STATUS(ParseDimArgs({"N=1", "N=2"}), StatusCode::kInvalidArgument, "twice");
+
+  const Type t =
+      Type::Tensor(ElementType::kFloat, std::vector<Dim>{{std::nullopt, "N"}, {3, ""}, {}});
+  EXPECT_EQ(ResolveDims(t, *dims).ToShortString(), "float[4,3,1]");
+  EXPECT_EQ(ResolveDims(t, {}).ToShortString(), "float[1,3,1]");
+  EXPECT_EQ(
+      ResolveDims(Type::Sequence(t), *dims).ToShortString(),
+      Type::Sequence(Type::Tensor(ElementType::kFloat, std::vector<Dim>{{4, ""}, {3, ""}, {1, ""}}))
+          .ToShortString());
+  const Type unranked = Type::Tensor(ElementType::kFloat);
+  EXPECT_EQ(ResolveDims(unranked, *dims).ToShortString(), unranked.ToShortString());
+}
+
+TEST(BenchToolTest, RunsTheSeedExample) {
+  BenchOptions options;
+  options.runs = 20;
+  options.warmup = 2;
+  auto report = RunBench(IDEM_SOURCE_DIR "/tests/data/seed/test_cc_identity_opt", options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->latency.runs, 20u);
+  EXPECT_EQ(report->warmup_runs, 2u);
+  EXPECT_LE(report->latency.min, report->latency.median);
+  EXPECT_LE(report->latency.median, report->latency.p90);
+  EXPECT_LE(report->latency.p99, report->latency.max);
+  ASSERT_TRUE(report->peak_rss_bytes.has_value());  // Linux has /proc/self/status
+  EXPECT_GT(*report->peak_rss_bytes, 0u);
+  const std::string text = FormatBenchText(*report);
+  EXPECT_NE(text.find("runs              20 in"), std::string::npos) << text;
+  const std::string json = FormatBenchJson(*report);
+  EXPECT_NE(json.find("\"runs\": 20,"), std::string::npos) << json;
+  EXPECT_EQ(json.back(), '\n');
+
+  // Stopped (Ctrl-C) before any measured run: an error, not an empty report.
+  std::atomic<bool> stop{true};
+  options.stop = &stop;
+  EXPECT_STATUS(RunBench(IDEM_SOURCE_DIR "/tests/data/seed/test_cc_identity_opt", options),
+                StatusCode::kCancelled, "before any measured run");
+  // Arguments the CLI also refuses.
+  options.stop = nullptr;
+  options.runs = 0;
+  EXPECT_STATUS(RunBench("m.onnx", options), StatusCode::kInvalidArgument, "--runs");
+  options.runs.reset();
+  for (double d : {0.0, -1.0, std::nan(""), 1e9}) {
+    options.duration_seconds = d;
+    EXPECT_STATUS(RunBench("m.onnx", options), StatusCode::kInvalidArgument, "--duration");
+  }
 }
 
 }  // namespace

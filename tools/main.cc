@@ -1,11 +1,14 @@
-// The `idem` command line: run, test, check and info over the idem library.
+// The `idem` command line: run, test, check, info, optimize, bench and ops over the idem library.
 //
 // Exit codes: 0 success, 1 an error or a failed test (one `error:` line on stderr), 2 usage.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -20,6 +23,8 @@
 #include "src/onnx/model_loader.h"
 #include "src/onnx/proto_convert.h"
 #include "tools/backend_test.h"
+#include "tools/bench.h"
+#include "tools/feeds.h"
 #include "tools/generate.h"
 #include "tools/operator_table.h"
 
@@ -55,57 +60,16 @@ std::string Summarize(const idem::Value& v) {
   return "?";
 }
 
-// Accepts a model file or a backend-test folder (uses its model.onnx).
-std::string ModelPath(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return (fs::path(path) / "model.onnx").string();
-  return path;
-}
-
 int Run(const std::string& model_arg, const std::vector<std::string>& input_args,
         const std::string& output_dir, const idem::SessionOptions& options,
         double timeout_seconds) {
-  const std::string model = ModelPath(model_arg);
+  const std::string model = idem::tools::ModelPath(model_arg);
   auto session = idem::Session::Create(model, options);
   if (!session.ok()) return Fail(session.status().message());
 
-  std::vector<idem::NamedValue> feeds;
-  for (const std::string& arg : input_args) {
-    const size_t eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Fail(fmt::format("--input {}: expected NAME=FILE", idem::QuoteName(arg)));
-    }
-    const std::string name = arg.substr(0, eq);
-    const std::string file = arg.substr(eq + 1);
-    const idem::ValueInfo* info = nullptr;
-    for (const idem::ValueInfo& v : session->inputs()) {
-      if (v.name == name) info = &v;
-    }
-    for (const idem::ValueInfo& v : session->overridable_inputs()) {
-      if (v.name == name) info = &v;
-    }
-    if (info == nullptr) {
-      std::vector<std::string> names;
-      for (const idem::ValueInfo& v : session->inputs()) names.push_back(idem::QuoteName(v.name));
-      return Fail(fmt::format("{}: --input {}: the model has no input {} (inputs: {})", model,
-                              idem::QuoteName(arg), idem::QuoteName(name), fmt::join(names, ", ")));
-    }
-    auto value = idem::tools::ReadValueFile(file, info->type, {});
-    if (!value.ok()) {
-      return Fail(fmt::format("input {}: {}", idem::QuoteName(name), value.status().message()));
-    }
-    feeds.push_back({name, std::move(value).value()});
-  }
-  // A backend-test folder with no --input runs on its first data set.
-  std::error_code ec;
-  if (input_args.empty() && !session->inputs().empty() && fs::is_directory(model_arg, ec)) {
-    const std::string data_set = (fs::path(model_arg) / "test_data_set_0").string();
-    auto values = idem::tools::ReadDataSetValues(data_set, "input", session->inputs(), {});
-    if (!values.ok()) return Fail(values.status().message());
-    for (size_t i = 0; i < values->size(); ++i) {
-      feeds.push_back({session->inputs()[i].name, (*values)[i]});
-    }
-  }
+  auto read = idem::tools::ReadFeeds(*session, model_arg, model, input_args);
+  if (!read.ok()) return Fail(read.status().message());
+  const std::vector<idem::NamedValue>& feeds = *read;
   for (const idem::ValueInfo& v : session->inputs()) {
     bool fed = false;
     for (const auto& f : feeds) fed |= f.name == v.name;
@@ -118,6 +82,7 @@ int Run(const std::string& model_arg, const std::vector<std::string>& input_args
   if (!outputs.ok()) return Fail(fmt::format("{}: {}", model, outputs.status().message()));
 
   if (!output_dir.empty()) {
+    std::error_code ec;
     fs::create_directories(output_dir, ec);
     if (ec) return Fail(fmt::format("{}: cannot create folder: {}", output_dir, ec.message()));
     // Serialize everything first, then write every file to a temporary name before the first
@@ -177,7 +142,7 @@ int Test(const std::vector<std::string>& paths, bool skip_unsupported, bool quie
 }
 
 int Check(const std::string& model_arg, const idem::SessionOptions& options) {
-  const std::string model = ModelPath(model_arg);
+  const std::string model = idem::tools::ModelPath(model_arg);
   auto session = idem::Session::Create(model, options);
   if (!session.ok()) return Fail(session.status().message());
   fmt::print("{}: OK ({} inputs, {} outputs)\n", Safe(model), session->inputs().size(),
@@ -215,7 +180,7 @@ std::string DescribeUnplanned(const idem::GraphDef& graph) {
 }
 
 int Info(const std::string& model_arg, const idem::SessionOptions& options) {
-  const std::string model = ModelPath(model_arg);
+  const std::string model = idem::tools::ModelPath(model_arg);
   auto session = idem::Session::Create(model, options);
   if (!session.ok() && session.status().code() == idem::StatusCode::kUnsupported) {
     // A valid model with operators idem lacks (most third-party models): still describe it.
@@ -342,9 +307,30 @@ int Optimize(const std::string& in, std::string out, bool check, bool explain, b
   return 0;
 }
 
-}  // namespace
+// Set by the first Ctrl-C of `idem bench`: it stops and reports the runs so far, exit status 130
+// (a second Ctrl-C kills the process as usual).
+std::atomic<bool> bench_stop{false};
+extern "C" void StopBench(int /*signal*/) {
+  bench_stop.store(true);
+  std::signal(SIGINT, SIG_DFL);
+}
 
-int main(int argc, char** argv) {
+int Bench(const std::string& model_arg, idem::tools::BenchOptions options, bool json) {
+  options.progress = isatty(STDERR_FILENO) != 0;
+  options.stop = &bench_stop;
+  std::signal(SIGINT, StopBench);
+  auto report = idem::tools::RunBench(model_arg, options);
+  std::signal(SIGINT, SIG_DFL);
+  if (!report.ok()) return Fail(report.status().message());
+  const std::string text =
+      json ? idem::tools::FormatBenchJson(*report) : idem::tools::FormatBenchText(*report);
+  std::fputs(text.c_str(), stdout);
+  // Interrupted: the results so far are printed, and the exit status says they are partial (128
+  // + SIGINT, as a shell reports a process that Ctrl-C ended).
+  return report->interrupted ? 128 + SIGINT : 0;
+}
+
+int Main(int argc, char** argv) {
   CLI::App app{
       "idem: an exact, zero-copy ONNX runtime (Silero VAD, openWakeWord, PaddleOCR; Identity, "
       "sequences, optionals and control flow)"};
@@ -414,12 +400,61 @@ int main(int argc, char** argv) {
   optimize->add_flag("--explain", optimize_explain, "list each kept Identity with its rule");
   optimize->add_flag("--in-place", optimize_in_place, "allow OUT to be IN (or omit -o)");
 
+  idem::tools::BenchOptions bench_options;
+  bool bench_json = false;
+  int64_t bench_runs = 0;
+  double bench_duration = 0;
+  CLI::App* bench = app.add_subcommand(
+      "bench",
+      "Time repeated runs of a model on given or generated inputs: latency min/mean/median/"
+      "p90/p99/max, runs per second, peak RSS");
+  bench->add_option("MODEL", model, "model.onnx, or a backend-test folder (feeds test_data_set_0)")
+      ->required();
+  bench->add_option("--input,-i", bench_options.inputs,
+                    "NAME=FILE, as for run (.pb or .npy); inputs not given are generated");
+  bench->add_option("--dim", bench_options.dims,
+                    "NAME=VALUE: the size of symbolic dim NAME in generated inputs (default 1); "
+                    "repeatable");
+  CLI::Option* runs_option =
+      bench
+          ->add_option("--runs,-n", bench_runs,
+                       "measured runs (with --duration too: whichever ends first)")
+          ->check(CLI::Range(int64_t{1}, int64_t{1000000000000}));
+  CLI::Option* duration_option =
+      bench
+          ->add_option(
+              "--duration,-d", bench_duration,
+              fmt::format("measure for SECONDS (default {:g} when --runs is not given; "
+                          "at most {:g})",
+                          idem::tools::kDefaultBenchSeconds, idem::tools::kMaxBenchSeconds))
+          ->check(CLI::Validator(
+              [](std::string& input) -> std::string {
+                char* end = nullptr;
+                const double d = std::strtod(input.c_str(), &end);
+                if (end == input.c_str() || *end != '\0' || !(d > 0) ||
+                    d > idem::tools::kMaxBenchSeconds) {
+                  return fmt::format("{} is not a number of seconds in (0, {:g}]", input,
+                                     idem::tools::kMaxBenchSeconds);
+                }
+                return {};
+              },
+              "SECONDS"));
+  bench->add_option("--warmup,-w", bench_options.warmup, "unmeasured runs first (default 5)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1000000000}));
+  bench
+      ->add_option("--threads", bench_options.session.intra_op_threads,
+                   "intra-op threads (SessionOptions::intra_op_threads; default 1)")
+      ->check(CLI::Range(1, 1024));
+  bench->add_flag("--reference", bench_options.session.reference_kernels,
+                  "run the reference kernels (SessionOptions::reference_kernels)");
+  bench->add_flag("--json", bench_json, "print the results as one JSON object");
+
   // Run time: a Loop's trip count is the model's, so only a deadline bounds it.
   double timeout_seconds = 0;
-  for (CLI::App* sub : {run, test, optimize}) {
+  for (CLI::App* sub : {run, test, optimize, bench}) {
     sub->add_option("--timeout", timeout_seconds,
                     "stop a run after SECONDS (each data set's run for test; each model's run for "
-                    "optimize --check); default: no limit")
+                    "optimize --check; each run for bench); default: no limit")
         ->check(CLI::PositiveNumber)
         // PositiveNumber lets NaN through (every comparison with it is false), which would
         // silently mean "no limit".
@@ -435,7 +470,7 @@ int main(int argc, char** argv) {
   // External data: how it is loaded, and whether hard-linked files are accepted.
   std::string external_data = "map";
   bool allow_hard_links = false;
-  for (CLI::App* sub : {run, test, check, info, optimize}) {
+  for (CLI::App* sub : {run, test, check, info, optimize, bench}) {
     sub->add_option("--external-data", external_data,
                     "map (default: fast; the files must stay unchanged while idem runs) or copy "
                     "(read at load; later changes to the files cannot affect results)")
@@ -452,7 +487,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
-    fmt::print(stderr, "usage: idem run|test|check|info|optimize|ops ... (see idem --help)\n");
+    fmt::print(stderr,
+               "usage: idem run|test|check|info|optimize|bench|ops ... (see idem --help)\n");
     return 2;
   }
   idem::SessionOptions options;
@@ -476,6 +512,14 @@ int main(int argc, char** argv) {
     }
     if (*check) return Check(model, options);
     if (*info) return Info(model, options);
+    if (*bench) {
+      if (runs_option->count() > 0) bench_options.runs = static_cast<uint64_t>(bench_runs);
+      if (duration_option->count() > 0) bench_options.duration_seconds = bench_duration;
+      bench_options.session.external_data = options.external_data;
+      bench_options.session.allow_external_hard_links = options.allow_external_hard_links;
+      bench_options.timeout_seconds = timeout_seconds;
+      return Bench(model, bench_options, bench_json);
+    }
     if (*optimize) {
       return Optimize(model, optimize_out, optimize_check, optimize_explain, optimize_in_place,
                       options, timeout_seconds);
@@ -488,4 +532,17 @@ int main(int argc, char** argv) {
     return Fail(fmt::format("internal error: {}", e.what()));
   }
   return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Main() turns every error into an exit status; an exception from outside its handlers (CLI11
+  // building the parser) still ends in one `error:` line, not std::terminate.
+  try {
+    return Main(argc, argv);
+  } catch (...) {
+    std::fputs("error: internal error: unexpected exception\n", stderr);
+    return 1;
+  }
 }

@@ -1,0 +1,28 @@
+// The feeds `idem run` and `idem bench` read: `--input NAME=FILE` arguments, and a backend-test
+// folder's first data set.
+#ifndef IDEM_TOOLS_FEEDS_H_
+#define IDEM_TOOLS_FEEDS_H_
+
+#include <string>
+#include <vector>
+
+#include "idem/session.h"
+#include "idem/status.h"
+#include "idem/value.h"
+
+namespace idem::tools {
+
+// A model file, or a backend-test folder's model.onnx.
+std::string ModelPath(const std::string& path);
+
+// Reads each `NAME=FILE` argument (.npy or .pb, see ReadValueFile) as the type the session
+// declares for NAME (an input or an overridable input); when there is none and `model_arg` is a
+// backend-test folder, its test_data_set_0 inputs. `model` (the file) names errors. Inputs left
+// unfed are the caller's to handle.
+Result<std::vector<NamedValue>> ReadFeeds(const Session& session, const std::string& model_arg,
+                                          const std::string& model,
+                                          const std::vector<std::string>& input_args);
+
+}  // namespace idem::tools
+
+#endif  // IDEM_TOOLS_FEEDS_H_
