@@ -244,7 +244,7 @@ Result<BenchReport> RunBench(const std::string& model_arg, const BenchOptions& o
       return Status(
           StatusCode::kInvalidArgument,
           fmt::format("{}: --dim {}={}: no input has a symbolic dim {} ({})", report.model,
-                      QuoteName(name), value, QuoteName(name),
+                      EscapeText(name), value, QuoteName(name),
                       names.empty() ? std::string("the inputs have none")
                                     : fmt::format("they have {}", fmt::join(names, ", "))));
     }
