@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "absl/container/inlined_vector.h"
 #include "src/core/text.h"
 #include "src/runtime/fusion.h"
 #include "src/runtime/name_table.h"
@@ -270,6 +271,11 @@ struct fmt::formatter<idem::PlannerNodeLabel> : fmt::formatter<std::string_view>
 
 namespace idem {
 namespace {
+
+// Per-node lists the planner builds for every node (input types, constant inputs): inline for
+// the usual few inputs, so planning a million small nodes allocates nothing for them.
+using TypePtrs = absl::InlinedVector<const Type*, 4>;
+using ValuePtrs = absl::InlinedVector<const Value*, 4>;
 
 // Plans one graph (the main graph or a subgraph) as a sequence of small passes. A subgraph's
 // planner has a parent: names it cannot find are resolved in the enclosing graphs and captured.
@@ -576,7 +582,7 @@ class GraphPlanner {
 
   // Inputs defined before use (here or in an enclosing graph), and their types.
   Status BindNodeInputs(size_t n, const KernelSchema& schema, const PlannerNodeLabel& label,
-                        Step& step, std::vector<const Type*>& input_types) {
+                        Step& step, TypePtrs& input_types) {
     const NodeDef& node = graph_.nodes[n];
     input_types.assign(node.inputs.size(), nullptr);
     step.inputs.assign(node.inputs.size(), ValueRef{});
@@ -878,9 +884,8 @@ class GraphPlanner {
     size_t node;
     size_t input;
   };
-  FusedActivation PlanFusion(size_t n, Step& step, std::vector<const Type*>& types,
-                             std::vector<const Value*>& constants, std::vector<Type>& type_storage,
-                             std::vector<Absorbed>& absorbed);
+  FusedActivation PlanFusion(size_t n, Step& step, TypePtrs& types, ValuePtrs& constants,
+                             std::vector<Type>& type_storage, std::vector<Absorbed>& absorbed);
   // A node absorbed by an earlier one: checked like any node, then its output aliases the value
   // it received (which already holds its result).
   Status PlanAbsorbed(size_t n, const PlannerNodeLabel& label);
@@ -1042,14 +1047,14 @@ Status GraphPlanner::PlanNode(size_t n) {
   if (!absorbed_by_.empty() && absorbed_by_[n] >= 0) return PlanAbsorbed(n, label);
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
   Step step;
-  std::vector<const Type*> input_types;
+  TypePtrs input_types;
   IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
   TypeBindings bound;
   IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
 
   NodeSubgraphs subgraphs(*this, node.inputs.size());
   // Facts: the value of every input that is a constant of this graph.
-  std::vector<const Value*> constant_inputs(node.inputs.size(), nullptr);
+  ValuePtrs constant_inputs(node.inputs.size(), nullptr);
   bool all_constant = true;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (node.inputs[i].empty()) continue;
@@ -1140,9 +1145,8 @@ Status GraphPlanner::PlanNode(size_t n) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, std::vector<const Type*>& types,
-                                         std::vector<const Value*>& constants,
-                                         std::vector<Type>& type_storage,
+FusedActivation GraphPlanner::PlanFusion(size_t n, Step& step, TypePtrs& types,
+                                         ValuePtrs& constants, std::vector<Type>& type_storage,
                                          std::vector<Absorbed>& absorbed) {
   FusedActivation act;
   const NodeDef& node = graph_.nodes[n];
@@ -1279,7 +1283,7 @@ Status GraphPlanner::PlanAbsorbed(size_t n, const PlannerNodeLabel& label) {
   const KernelSchema& schema = *schemas_[n];
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
   Step step;
-  std::vector<const Type*> input_types;
+  TypePtrs input_types;
   IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
   TypeBindings bound;
   IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
