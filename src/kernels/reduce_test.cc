@@ -388,7 +388,7 @@ namespace {
 // elements in row-major order over their count, rounded once; ReduceMax exactly the maximum.
 TEST(ReduceTest, EveryAxisSetIsTheRowMajorDoubleSumBitForBit) {
   const std::vector<int64_t> dims = {3, 1, 5, 7};
-  const std::vector<float> x = RandomUnit(3 * 5 * 7, 11);
+  const std::vector<float> x = RandomUnit(size_t{3} * 5 * 7, 11);
   const Value in = Floats(dims, x);
   for (int bits = 1; bits < 16; ++bits) {
     std::vector<int64_t> axes, out_dims;
