@@ -161,11 +161,13 @@ std::optional<ReduceBlock> AsBlock(std::span<const int64_t> xs, const ReduceMask
 // The reduction of a block view, the inner positions side by side: every output accumulates
 // its elements in the same order as the general loop below (so the same bits), but the inner
 // loop runs over independent outputs (vectorizable, no dependency chain) instead of striding.
-// `acc` holds `inner` accumulators.
+// The accumulators of kTile outputs at a time live on the stack, so the scratch is fixed
+// whatever the output's size (the output itself is checked against the budget).
 template <class T>
 void ReduceBlockRows(const ReduceAttrs& a, const std::byte* __restrict px, std::byte* __restrict y,
-                     const ReduceBlock& b, std::span<SumType<ComputeType<T>>> acc) {
+                     const ReduceBlock& b) {
   using C = ComputeType<T>;
+  constexpr int64_t kTile = 256;
   const int64_t inner = b.inner;
   for (int64_t o = 0; o < b.outer; ++o) {
     const std::byte* xo = px + o * b.reduced * inner * static_cast<int64_t>(sizeof(T));
@@ -183,15 +185,15 @@ void ReduceBlockRows(const ReduceAttrs& a, const std::byte* __restrict px, std::
       }
       continue;
     }
-    std::fill(acc.begin(), acc.end(), SumType<C>{0});
-    for (int64_t r = 0; r < b.reduced; ++r) {
-      for (int64_t j = 0; j < inner; ++j) {
-        acc[static_cast<size_t>(j)] +=
-            static_cast<SumType<C>>(ToCompute(LoadElement<T>(xo, r * inner + j)));
+    for (int64_t j0 = 0; j0 < inner; j0 += kTile) {
+      const int64_t n = std::min(kTile, inner - j0);
+      SumType<C> acc[kTile] = {};
+      for (int64_t r = 0; r < b.reduced; ++r) {
+        for (int64_t j = 0; j < n; ++j) {
+          acc[j] += static_cast<SumType<C>>(ToCompute(LoadElement<T>(xo, r * inner + j0 + j)));
+        }
       }
-    }
-    for (int64_t j = 0; j < inner; ++j) {
-      StoreElement<T>(yo, j, MeanOf<T>(acc[static_cast<size_t>(j)], b.reduced));
+      for (int64_t j = 0; j < n; ++j) StoreElement<T>(yo, j0 + j, MeanOf<T>(acc[j], b.reduced));
     }
   }
 }
@@ -209,13 +211,7 @@ Status RunReduce(const ReduceAttrs& a, RunContext& ctx, const Tensor& x, const R
   if (out_count == 0) return Status();
   if (x.element_count() > 0) {
     if (const std::optional<ReduceBlock> block = AsBlock(xs, mask)) {
-      if (a.kind == ReduceKind::kMax) {
-        ReduceBlockRows<T>(a, x.data().data(), y, *block, {});
-        return Status();
-      }
-      // The accumulators: inner <= the output's count, which the budget admitted.
-      ScratchVector<SumType<C>> acc(static_cast<size_t>(block->inner));
-      ReduceBlockRows<T>(a, x.data().data(), y, *block, std::span<SumType<C>>(acc));
+      ReduceBlockRows<T>(a, x.data().data(), y, *block);
       return Status();
     }
   }

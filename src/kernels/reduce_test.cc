@@ -432,5 +432,25 @@ TEST(ReduceTest, EveryAxisSetIsTheRowMajorDoubleSumBitForBit) {
   }
 }
 
+// More inner positions than the block path keeps accumulators for at once (256): every tile,
+// the partial last one included, gives the row-major double sum bit for bit.
+TEST(ReduceTest, WideInnerBlocksAreTiled) {
+  constexpr int64_t kRows = 4, kWide = 600;
+  const std::vector<float> x = RandomUnit(static_cast<size_t>(kRows * kWide), 5);
+  const Value mean =
+      RunThree("ReduceMean", 13, {Floats({kRows, 1, kWide}, x)},
+               [](KernelRunner& r) { r.IntsAttr("axes", {0}).IntAttr("keepdims", 0); });
+  EXPECT_EQ(ShapeOf(mean), (std::vector<int64_t>{1, kWide}));
+  const std::vector<float> got = Elements<float>(mean);
+  ASSERT_EQ(got.size(), static_cast<size_t>(kWide));
+  for (int64_t j = 0; j < kWide; ++j) {
+    double sum = 0;
+    for (int64_t r = 0; r < kRows; ++r) sum += x[static_cast<size_t>(r * kWide + j)];
+    const auto want = static_cast<float>(sum / kRows);
+    EXPECT_EQ(std::bit_cast<uint32_t>(got[static_cast<size_t>(j)]), std::bit_cast<uint32_t>(want))
+        << j;
+  }
+}
+
 }  // namespace
 }  // namespace idem::testing
