@@ -458,6 +458,54 @@ namespace {
 
 // Constant -> Identity -> output: the Constant is folded at planning, so a run executes no step
 // and returns the attribute's value itself; with folding off the general path gives the same.
+// An Identity the planner erases (its output becomes the input's value, without inference or a
+// kernel) is checked exactly as one it keeps: the same errors, word for word, for a declared
+// output of another type, an input its version does not accept and an unknown attribute.
+TEST(SessionTest, ErasedIdentityIsCheckedAsAKeptOne) {
+  using testing::OneNode;
+  using testing::Unshaped;
+  const onnx::TypeProto floats = TensorTypeProto(ElementType::kFloat, {2});
+  const onnx::TypeProto float_seq = SequenceTypeProto(Unshaped(ElementType::kFloat));
+  onnx::ModelProto declared_int =
+      OneNode("Identity", 16, {{"x", floats}}, {{"y", TensorTypeProto(ElementType::kInt32, {2})}});
+  onnx::ModelProto old_version_seq =
+      OneNode("Identity", 13, {{"x", float_seq}}, {{"y", float_seq}});
+  onnx::ModelProto with_attribute = OneNode("Identity", 16, {{"x", floats}}, {{"y", floats}});
+  testing::AddIntAttribute(with_attribute.mutable_graph()->mutable_node(0), "axis", 1);
+  const struct {
+    const onnx::ModelProto* model;
+    const char* message;
+  } cases[] = {
+      {&declared_int,
+       "node 'n0' (Identity-16): output 'y' is declared tensor(int32) but the node produces "
+       "tensor(float)"},
+      {&old_version_seq, "node 'n0' (Identity-13): input 'x' is seq(tensor(float))"},
+      {&with_attribute, "node 'n0' (Identity-16): unknown attribute 'axis'"},
+  };
+  for (const auto& c : cases) {
+    std::string messages[2];
+    for (bool erase : {true, false}) {
+      SessionOptions options;
+      options.eliminate_identity = erase;
+      Status status = PlanError(*c.model, options);
+      EXPECT_STATUS(status, StatusCode::kInvalidModel, c.message) << "erase=" << erase;
+      messages[erase ? 1 : 0] = status.message();
+    }
+    EXPECT_EQ(messages[0], messages[1]);
+  }
+  // Valid: erased, the output is the fed value itself; kept, a step returns it (also shared).
+  onnx::ModelProto valid = OneNode("Identity", 16, {{"x", floats}}, {{"y", floats}});
+  const Value x = Floats({2}, {1.0f, 2.0f});
+  for (bool erase : {true, false}) {
+    SessionOptions options;
+    options.eliminate_identity = erase;
+    Session s = CreateSessionFromProto(valid, "", options).value();
+    EXPECT_EQ(s.Describe().find("(erased: aliases its input)") != std::string::npos, erase)
+        << s.Describe();
+    EXPECT_TRUE(s.Run({x}).value()[0].SharesStorageWith(x));
+  }
+}
+
 TEST(ConstantFoldingTest, ConstantsAreFoldedAtPlanning) {
   onnx::ModelProto m = testing::EmptyModel(16, 8);
   auto* g = m.mutable_graph();

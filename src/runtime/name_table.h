@@ -49,7 +49,7 @@ class NameTable {
   V* Find(std::string_view key) { return const_cast<V*>(std::as_const(*this).Find(key)); }
   const V* Find(std::string_view key) const {
     if (capacity_ == 0) return nullptr;
-    const size_t hash = Hash(key);
+    const size_t hash = HashOf(key);
     const uint32_t tag = Tag(hash);
     for (size_t at = hash & mask_;; at = (at + 1) & mask_) {
       const uint64_t slot = index_[at];
@@ -64,15 +64,21 @@ class NameTable {
   // Starts loading the index slot where `key`'s lookup or insertion begins. The index is
   // probed at random: a caller about to insert or find many keys prefetches a few keys ahead,
   // so the cache misses overlap instead of stalling one after the other.
-  void Prefetch(std::string_view key) const {
-    if (capacity_ != 0) __builtin_prefetch(&index_[Hash(key) & mask_], 1);
+  // `hash` is HashOf(key), computed once for the prefetch and the insertion that follows it.
+  void Prefetch(size_t hash) const {
+    if (capacity_ != 0) __builtin_prefetch(&index_[hash & mask_], 1);
   }
+  void Prefetch(std::string_view key) const { Prefetch(HashOf(key)); }
+  static size_t HashOf(std::string_view key) { return std::hash<std::string_view>{}(key); }
 
   // Inserts `value` under `key` unless the key is present; returns the entry and whether it was
   // inserted (as std::unordered_map::emplace).
   std::pair<V*, bool> Emplace(std::string_view key, V value) {
+    return Emplace(key, HashOf(key), std::move(value));
+  }
+  // As above, with `hash` == HashOf(key) already computed.
+  std::pair<V*, bool> Emplace(std::string_view key, size_t hash, V value) {
     if ((size_ + 1) * 2 > capacity_) Rebuild(size_ + 1);
-    const size_t hash = Hash(key);
     const uint32_t tag = Tag(hash);
     size_t at = hash & mask_;
     for (;; at = (at + 1) & mask_) {
@@ -127,7 +133,6 @@ class NameTable {
     return {kGrowingChunks + rest / kMaxChunk, rest % kMaxChunk};
   }
 
-  static size_t Hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
   static uint32_t Tag(size_t hash) { return static_cast<uint32_t>(hash >> 32); }
   Item& ItemAt(size_t i) {
     const auto [chunk, offset] = Locate(i);
@@ -151,7 +156,7 @@ class NameTable {
     capacity_ = capacity;
     mask_ = capacity - 1;
     for (size_t i = 0; i < size_; ++i) {
-      const size_t hash = Hash(ItemAt(i).key);
+      const size_t hash = HashOf(ItemAt(i).key);
       size_t at = hash & mask_;
       while (index_[at] != 0) at = (at + 1) & mask_;
       index_[at] = uint64_t{Tag(hash)} << 32 | (i + 1);

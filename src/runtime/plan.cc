@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -294,24 +295,27 @@ class GraphPlanner {
   Status Build(Plan& plan, std::span<const Type> formal_types) {
     plan_ = &plan;
     plan.is_subgraph = parent_ != nullptr;
+    // Kernels are resolved first, in the pass that counts the names and looks for a producer to
+    // fuse into, so the node list (hundreds of bytes a node) is walked once for all three; an
+    // unsupported operator is still reported after the naming errors, as before.
+    size_t names = graph_.inputs.size() + graph_.initializers.size();
+    bool fusible = false;
+    std::vector<std::string> unsupported = ResolveKernels(names, fusible);
     // One entry per named value, allocated once (growing by rehashing would hold the old and the
     // new bucket arrays at once on a million-node graph).
-    size_t names = graph_.inputs.size() + graph_.initializers.size();
-    for (const NodeDef& node : graph_.nodes) names += node.outputs.size();
     slots_.Reserve(names);
     IDEM_RETURN_IF_ERROR(BindInputs(formal_types));
     const size_t first_output_entry = slots_.size();
     IDEM_RETURN_IF_ERROR(IndexProducers());
-    IDEM_RETURN_IF_ERROR(ResolveKernels());
+    if (!unsupported.empty()) {
+      std::sort(unsupported.begin(), unsupported.end());
+      unsupported.erase(std::unique(unsupported.begin(), unsupported.end()), unsupported.end());
+      return Status(StatusCode::kUnsupported,
+                    fmt::format("unsupported operators: {}", fmt::join(unsupported, ", ")));
+    }
     // Fusion's tables (every value's readers, per-node marks) only for graphs with a producer
     // to fuse into: a million-node graph without one plans within its memory bound.
-    const bool fusible =
-        !options_.reference_kernels &&
-        std::any_of(graph_.nodes.begin(), graph_.nodes.end(), [](const NodeDef& node) {
-          return node.domain.empty() &&
-                 (node.op_type == "Conv" || node.op_type == "Gemm" || node.op_type == "MatMul");
-        });
-    if (fusible) {
+    if (fusible && !options_.reference_kernels) {
       absorbed_by_.assign(graph_.nodes.size(), -1);
       absorbed_input_.assign(graph_.nodes.size(), 0);
       uses_ = std::make_unique<ValueUses>(graph_);
@@ -460,18 +464,29 @@ class GraphPlanner {
   // Pass 2: the producer of every name, to report two producers, cycles and out-of-order uses.
   Status IndexProducers() {
     // Each insertion probes the index at a random place: the slot of a node's first output
-    // kPrefetchAhead nodes on is loaded while this one is inserted.
+    // kPrefetchAhead nodes on is loaded while this one is inserted. The hash computed for the
+    // prefetch is kept (a ring of kPrefetchAhead) for that output's insertion.
     constexpr size_t kPrefetchAhead = 8;
+    std::array<size_t, kPrefetchAhead> first_output_hash{};
+    const auto hash_first_output = [&](size_t m) {
+      const NodeDef& node = graph_.nodes[m];
+      if (node.outputs.empty()) return;
+      first_output_hash[m % kPrefetchAhead] = slots_.HashOf(node.outputs[0]);
+      slots_.Prefetch(first_output_hash[m % kPrefetchAhead]);
+    };
+    for (size_t m = 0; m < std::min(kPrefetchAhead, graph_.nodes.size()); ++m) {
+      hash_first_output(m);
+    }
     for (size_t n = 0; n < graph_.nodes.size(); ++n) {
       const NodeDef& node = graph_.nodes[n];
-      if (n + kPrefetchAhead < graph_.nodes.size()) {
-        const NodeDef& ahead = graph_.nodes[n + kPrefetchAhead];
-        if (!ahead.outputs.empty()) slots_.Prefetch(ahead.outputs[0]);
-      }
-      for (const std::string& out : node.outputs) {
+      const size_t own_first_hash = first_output_hash[n % kPrefetchAhead];
+      if (n + kPrefetchAhead < graph_.nodes.size()) hash_first_output(n + kPrefetchAhead);
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const std::string& out = node.outputs[o];
         if (out.empty()) continue;
+        const size_t hash = o == 0 ? own_first_hash : slots_.HashOf(out);
         auto [it, inserted] =
-            slots_.Emplace(out, NamedSlot{{}, Type{}, static_cast<int>(n), /*pending=*/true});
+            slots_.Emplace(out, hash, NamedSlot{{}, Type{}, static_cast<int>(n), /*pending=*/true});
         if (!inserted && !it->pending) {
           return Invalid(
               fmt::format("{}: output {} is already a graph input or initializer; "
@@ -495,9 +510,10 @@ class GraphPlanner {
     return {};
   }
 
-  // Pass 3: every node's kernel, so all unsupported operators are reported at once (subgraphs
-  // report theirs when planned).
-  Status ResolveKernels() {
+  // Every node's kernel, so all unsupported operators are reported at once (subgraphs report
+  // theirs when planned); returns their descriptions. Adds every node's named outputs to
+  // `names`, and sets `fusible` when a node is a Conv, Gemm or MatMul (a producer to fuse into).
+  std::vector<std::string> ResolveKernels(size_t& names, bool& fusible) {
     schemas_.assign(graph_.nodes.size(), nullptr);
     std::vector<std::string> unsupported;
     // Runs of one operator are common (a chain of Identity, Conv after Conv): the previous
@@ -505,12 +521,16 @@ class GraphPlanner {
     const NodeDef* previous = nullptr;
     for (size_t n = 0; n < graph_.nodes.size(); ++n) {
       const NodeDef& node = graph_.nodes[n];
+      names += node.outputs.size();
       if (previous != nullptr && node.op_type == previous->op_type &&
           node.domain == previous->domain) {
         schemas_[n] = schemas_[n - 1];
         continue;
       }
       previous = nullptr;
+      fusible = fusible ||
+                (node.domain.empty() &&
+                 (node.op_type == "Conv" || node.op_type == "Gemm" || node.op_type == "MatMul"));
       auto opset = Opsets().find(node.domain);
       if (opset == Opsets().end()) {
         unsupported.push_back(fmt::format("{} (domain {} is not in opset_import)", node.Label(n),
@@ -527,13 +547,7 @@ class GraphPlanner {
                                            opset->second, versions.front()->since_version));
       }
     }
-    if (!unsupported.empty()) {
-      std::sort(unsupported.begin(), unsupported.end());
-      unsupported.erase(std::unique(unsupported.begin(), unsupported.end()), unsupported.end());
-      return Status(StatusCode::kUnsupported,
-                    fmt::format("unsupported operators: {}", fmt::join(unsupported, ", ")));
-    }
-    return {};
+    return unsupported;
   }
 
   Status CheckArity(const NodeDef& node, const KernelSchema& schema,
@@ -686,14 +700,37 @@ class GraphPlanner {
                                EscapeText(fmt::format("{}", fmt::join(node.outputs, ", "))), note);
   }
 
+  // Each formal parameter's type constraint (or null), looked up by name once for a run of
+  // nodes with the same schema instead of once per node.
+  struct SchemaConstraints {
+    const KernelSchema* schema = nullptr;
+    absl::InlinedVector<const TypeConstraint*, 4> inputs, outputs;
+  };
+  const SchemaConstraints& ConstraintsOf(const KernelSchema& schema) {
+    if (constraints_.schema != &schema) {
+      constraints_.schema = &schema;
+      constraints_.inputs.clear();
+      constraints_.outputs.clear();
+      for (const FormalParameter& f : schema.inputs) {
+        constraints_.inputs.push_back(schema.FindConstraint(f.type_param));
+      }
+      for (const FormalParameter& f : schema.outputs) {
+        constraints_.outputs.push_back(schema.FindConstraint(f.type_param));
+      }
+    }
+    return constraints_;
+  }
+
   // Type constraints, with each type parameter bound consistently.
   Status CheckInputTypes(const NodeDef& node, const KernelSchema& schema,
                          const PlannerNodeLabel& label, std::span<const Type* const> input_types,
                          TypeBindings& bound) {
+    const SchemaConstraints& constraints = ConstraintsOf(schema);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (input_types[i] == nullptr) continue;
-      const FormalParameter& formal = schema.inputs[std::min(i, schema.inputs.size() - 1)];
-      const TypeConstraint* c = schema.FindConstraint(formal.type_param);
+      const size_t formal_index = std::min(i, schema.inputs.size() - 1);
+      const FormalParameter& formal = schema.inputs[formal_index];
+      const TypeConstraint* c = constraints.inputs[formal_index];
       const Type& actual = *input_types[i];
       if (c != nullptr && !c->Allows(actual)) {
         return Invalid(fmt::format("{}: input {} is {}; {}", label, QuoteName(node.inputs[i]),
@@ -725,9 +762,11 @@ class GraphPlanner {
                     fmt::format("{}: inference gave {} types for {} outputs", label,
                                 inferred.size(), node.outputs.size()));
     }
+    const SchemaConstraints& constraints = ConstraintsOf(schema);
     for (size_t o = 0; o < node.outputs.size(); ++o) {
-      const FormalParameter& formal = schema.outputs[std::min(o, schema.outputs.size() - 1)];
-      const TypeConstraint* c = schema.FindConstraint(formal.type_param);
+      const size_t formal_index = std::min(o, schema.outputs.size() - 1);
+      const FormalParameter& formal = schema.outputs[formal_index];
+      const TypeConstraint* c = constraints.outputs[formal_index];
       const Type& out_type = inferred[o];
       if (c != nullptr && !c->Allows(out_type)) {
         return Invalid(fmt::format("{}: output {} would be {}; {}", label,
@@ -755,6 +794,27 @@ class GraphPlanner {
   }
 
   Status PlanNode(size_t n);
+
+  // An erased node's output: `input`'s value and type, refined by a declared output type.
+  Status PlanErased(size_t n, const PlannerNodeLabel& label, const ValueRef& input,
+                    const Type& type) {
+    const NodeDef& node = graph_.nodes[n];
+    const std::string& output = node.outputs[0];
+    Type produced = type;
+    if (!output.empty()) {
+      if (auto d = declared_.find(output); d != declared_.end()) {
+        if (!d->second.CompatibleWith(produced)) {
+          return Invalid(fmt::format("{}: output {} is declared {} but the node produces {}", label,
+                                     QuoteName(output), DescribeMismatch(d->second, produced),
+                                     DescribeMismatch(produced, d->second)));
+        }
+        produced = RefineDeclared(produced, d->second);
+      }
+    }
+    AddNodeLine(node, label, "  (erased: aliases its input)");
+    if (!output.empty()) OutputSlot(0) = {input, std::move(produced), static_cast<int>(n)};
+    return {};
+  }
 
   // Graph outputs: each names a value of this graph (or, in a subgraph, of an enclosing one).
   Status BindOutputs() {
@@ -937,6 +997,8 @@ class GraphPlanner {
   std::unordered_map<std::string_view, Type> declared_;
   size_t node_lines_count_ = 0;
   std::vector<const KernelSchema*> schemas_;
+  Step scratch_step_;              // PlanNode's step under construction (see there)
+  SchemaConstraints constraints_;  // ConstraintsOf's last answer
   std::string node_lines_;
   // Null with reference kernels or nothing to fuse into; then absorbed_by_ is empty too.
   std::unique_ptr<ValueUses> uses_;
@@ -1046,11 +1108,21 @@ Status GraphPlanner::PlanNode(size_t n) {
   const PlannerNodeLabel label(node, n, schema);
   if (!absorbed_by_.empty() && absorbed_by_[n] >= 0) return PlanAbsorbed(n, label);
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
-  Step step;
+  // The scratch step keeps its input list's memory from node to node until one is scheduled
+  // (erased and folded nodes, most of a long chain, then allocate nothing for it).
+  Step& step = scratch_step_;
   TypePtrs input_types;
   IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
   TypeBindings bound;
   IDEM_RETURN_IF_ERROR(CheckInputTypes(node, schema, label, input_types, bound));
+  // Identity elimination (keyed on the schema's contract, not the operator's name): the output
+  // is the input's value, so its type is the input's (already checked against the constraint)
+  // and no inference or kernel is needed, unless a constant input may fold the node instead.
+  const bool erase = options_.eliminate_identity && schema.output_is_input &&
+                     node.inputs.size() == 1 && node.outputs.size() == 1;
+  const bool may_fold = options_.fold_constants && schema.foldable &&
+                        step.inputs[0].source == ValueRef::Source::kConstant;
+  if (erase && !may_fold) return PlanErased(n, label, step.inputs[0], *input_types[0]);
 
   NodeSubgraphs subgraphs(*this, node.inputs.size());
   // Facts: the value of every input that is a constant of this graph.
@@ -1103,10 +1175,7 @@ Status GraphPlanner::PlanNode(size_t n) {
     if (d != declared_.end()) (*inferred)[o] = RefineDeclared((*inferred)[o], d->second);
   }
 
-  // Identity elimination: the output is the input's reference (keyed on the schema's contract,
-  // not the operator's name).
-  const bool erase = options_.eliminate_identity && schema.output_is_input &&
-                     node.inputs.size() == 1 && node.outputs.size() == 1;
+  // Identity elimination of a node a constant input did not fold.
   AddNodeLine(node, label, erase ? "  (erased: aliases its input)" : "");
   if (erase) {
     OutputSlot(0) = {step.inputs[0], (*inferred)[0], static_cast<int>(n)};
@@ -1131,6 +1200,7 @@ Status GraphPlanner::PlanNode(size_t n) {
   step.reuses_input0 = schema.reuses_input0;
   plan.max_step_inputs = std::max(plan.max_step_inputs, step.inputs.size());
   plan.steps.push_back(std::move(step));
+  scratch_step_ = Step{};
   for (const Absorbed& a : absorbed) {
     absorbed_by_[a.node] = static_cast<int>(n);
     absorbed_input_[a.node] = a.input;
@@ -1282,7 +1352,9 @@ Status GraphPlanner::PlanAbsorbed(size_t n, const PlannerNodeLabel& label) {
   const NodeDef& node = graph_.nodes[n];
   const KernelSchema& schema = *schemas_[n];
   IDEM_RETURN_IF_ERROR(CheckArity(node, schema, label));
-  Step step;
+  // The scratch step keeps its input list's memory from node to node until one is scheduled
+  // (erased and folded nodes, most of a long chain, then allocate nothing for it).
+  Step& step = scratch_step_;
   TypePtrs input_types;
   IDEM_RETURN_IF_ERROR(BindNodeInputs(n, schema, label, step, input_types));
   TypeBindings bound;
