@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """End-to-end tests of `idem bench`: the JSON report's fields and their consistency, text output,
-inputs from files, data sets and generated ones (--dim), and every refused argument or failed run.
+inputs from files, data sets and generated ones (--dim, --shape), and every refused argument or
+failed run.
 No assertion on speed. Usage: bench_cli_test.py IDEM_EXE"""
 import json
 import os
@@ -17,6 +18,7 @@ IDEM = None
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEED = os.path.join(HERE, "data", "seed", "test_cc_identity_opt")
 SEQUENCE = os.path.join(HERE, "data", "onnx-node-tests", "test_identity_sequence")
+SEQUENCE_MODEL = os.path.join(SEQUENCE, "model.onnx")
 OPTIONAL = os.path.join(HERE, "data", "onnx-node-tests",
                         "test_optional_get_element_optional_sequence", "model.onnx")
 LATENCY_KEYS = ["min", "mean", "median", "p90", "p99", "max"]
@@ -52,6 +54,20 @@ class BenchCliTest(unittest.TestCase):
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
              helper.make_tensor_value_info("w", TensorProto.FLOAT, [2])],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], [w])
+
+        # Silero VAD's inputs: input float[?, ?] and state float[2, ?, 128] (unnamed dims, which
+        # --dim cannot size) and sr an int64 scalar.
+        self.silero = save(
+            self.dir, "silero_like.onnx",
+            [helper.make_node("Identity", ["input"], ["output"]),
+             helper.make_node("Add", ["state", "state"], ["stateN"]),
+             helper.make_node("Identity", ["sr"], ["sr_out"])],
+            [helper.make_tensor_value_info("input", TensorProto.FLOAT, [None, None]),
+             helper.make_tensor_value_info("state", TensorProto.FLOAT, [2, None, 128]),
+             helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+            [helper.make_tensor_value_info("output", TensorProto.FLOAT, [None, None]),
+             helper.make_tensor_value_info("stateN", TensorProto.FLOAT, [2, None, 128]),
+             helper.make_tensor_value_info("sr_out", TensorProto.INT64, [])])
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -160,6 +176,106 @@ class BenchCliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 1)
         self.assertIn("input 'x'", r.stderr)
         self.assertIn("--input x=FILE", r.stderr)
+
+    def test_shape_sizes_unnamed_dims(self):
+        report = self.bench_json(self.silero, "--runs", "3")
+        self.assertEqual([i["type"] for i in report["inputs"]],
+                         ["float[1,1]", "float[2,1,128]", "int64[]"])
+        report = self.bench_json(self.silero, "--runs", "3", "--shape", "input=1x512",
+                                 "--shape", "state=2x1x128", "--shape", "sr=scalar")
+        self.assert_consistent(report)
+        self.assertEqual(report["runs"], 3)
+        self.assertEqual(report["inputs"], [
+            {"name": "input", "type": "float[1,512]", "source": "generated"},
+            {"name": "state", "type": "float[2,1,128]", "source": "generated"},
+            {"name": "sr", "type": "int64[]", "source": "generated"}])
+        # The documented Silero command: sr from a file, the others shaped.
+        sr = self.npy("sr.npy", np.array(16000, np.int64))
+        r = idem(self.silero, "--runs", "3", "--shape", "input=1x512", "--shape",
+                 "state=2x4x128", "--input", f"sr={sr}")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("input             'input' float[1,512] (generated)\n", r.stdout)
+        self.assertIn("input             'state' float[2,4,128] (generated)\n", r.stdout)
+        self.assertIn("input             'sr' int64[] (file)\n", r.stdout)
+        self.assertIn("runs              3 in", r.stdout)
+        # Zero-size dims are valid ONNX.
+        report = self.bench_json(self.silero, "--runs", "2", "--shape", "input=0x512")
+        self.assertEqual(report["inputs"][0]["type"], "float[0,512]")
+        # --shape wins over --dim for its input; --dim still sizes the others.
+        report = self.bench_json(self.symbolic, "--runs", "2", "--dim", "N=4", "--shape", "x=2x3")
+        self.assertEqual(report["inputs"][0]["type"], "float[2,3]")
+        # An overridable initializer is generated with its shape, and fed by name.
+        report = self.bench_json(self.overridable, "--runs", "2", "--shape", "w=2")
+        self.assertEqual([(i["name"], i["type"], i["source"]) for i in report["inputs"]],
+                         [("x", "float[2]", "generated"), ("w", "float[2]", "generated")])
+
+    def many_weights(self):
+        # y = x + w0 + ... + w16: more overridable initializers than an error lists by name.
+        weights = [numpy_helper.from_array(np.zeros((2,), np.float32), f"w{k}") for k in range(17)]
+        sums = ["x"] + [f"s{k}" for k in range(16)] + ["y"]
+        return save(
+            self.dir, "many_weights.onnx",
+            [helper.make_node("Add", [sums[k], w.name], [sums[k + 1]])
+             for k, w in enumerate(weights)],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])] +
+            [helper.make_tensor_value_info(w.name, TensorProto.FLOAT, [2]) for w in weights],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])], weights)
+
+    def test_bad_shapes_are_errors(self):
+        x = self.npy("input.npy", np.zeros((1, 512), np.float32))
+        cases = [
+            (["--shape", "nope=1x2"],
+             ["--shape nope=1x2", "the model has no input 'nope'", "'input', 'state', 'sr'"]),
+            (["--shape", "input=512"],
+             ["input 'input' float[?,?]", "invalid rank: got 1 (512), expected 2"]),
+            (["--shape", "input=1x2x3"], ["input 'input'", "invalid rank: got 3"]),
+            (["--shape", "sr=1"], ["input 'sr' int64[]", "invalid rank: got 1 (1), expected 0"]),
+            (["--shape", "state=3x1x128"],
+             ["input 'state' float[2,?,128]", "dim 0: got 3, expected 2"]),
+            (["--shape", "state=2x1x64"], ["input 'state'", "dim 2: got 64, expected 128"]),
+            (["--shape", "input=1x-5"], ["--shape 'input=1x-5'", "[0, 2147483647]"]),
+            (["--shape", "input=1x2147483648"], ["'input=1x2147483648'", "[0, 2147483647]"]),
+            (["--shape", "input=1xabc"], ["'input=1xabc'", "dim 1", "'abc'"]),
+            (["--shape", "input=1,512"], ["'input=1,512'", "D0xD1x..."]),
+            (["--shape", "sr="], ["--shape 'sr='", "write scalar for a 0-d tensor"]),
+            (["--shape", "input"], ["--shape 'input': expected NAME=D0xD1x..."]),
+            # Refused before anything is allocated (40 GB; 2 TiB).
+            (["--shape", "input=100000x100000"],
+             ["input 'input'", "10000000000 elements, over the 16777216",
+              "use --input input=FILE"]),
+            (["--shape", "state=2x2147483647x128"], ["input 'state'", "549755813632 elements"]),
+            (["--shape", "input=1x2", "--shape", "input=1x3"], ["input 'input' is given twice"]),
+            (["--shape", "input=1x512", "--input", f"input={x}"],
+             ["input 'input' is also given by --input"]),
+        ]
+        for args, whys in cases:
+            r = idem(self.silero, "--runs", "3", *args)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertTrue(r.stderr.startswith("error: "), r.stderr)
+            self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+            for why in whys:
+                self.assertIn(why, r.stderr, args)
+            self.assertEqual(r.stdout, "")
+        # Sequences and optionals have no shape to give; a data set feeds every input.
+        for model, args, whys in [
+                (SEQUENCE_MODEL, ["--shape", "x=2"], ["input 'x' seq(float[?])", "not a tensor",
+                                                      "use --input x=FILE"]),
+                (OPTIONAL, ["--shape", "optional_input=4"],
+                 ["input 'optional_input' optional(", "not a tensor"]),
+                (self.overridable, ["--shape", "w=3"], ["input 'w' float[2]",
+                                                        "dim 0: got 3, expected 2"]),
+                (SEED, ["--shape", "x=5"], ["input 'x' is fed from the folder's test_data_set_0"]),
+                (self.overridable, ["--shape", "nope=2"],
+                 ["no input 'nope' (inputs: 'x'; overridable initializers: 'w')"]),
+                (self.many_weights(), ["--shape", "nope=2"],
+                 ["no input 'nope' (inputs: 'x'; 17 overridable initializers)"]),
+        ]:
+            r = idem(model, "--runs", "3", *args)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertTrue(r.stderr.startswith("error: "), r.stderr)
+            for why in whys:
+                self.assertIn(why, r.stderr, args)
+            self.assertEqual(r.stdout, "")
 
     def test_inputs_from_files(self):
         x = self.npy("x.npy", np.arange(6, dtype=np.float32).reshape(2, 3))

@@ -13,6 +13,8 @@
 #include "tests/status_matchers.h"
 #include "tools/backend_test.h"
 #include "tools/bench.h"
+#include "tools/feeds.h"
+#include "tools/generate.h"
 #include "tools/npy.h"
 
 namespace idem::tools {
@@ -278,6 +280,115 @@ TEST(BenchToolTest, DimArgumentsAndResolvedTypes) {
           .ToShortString());
   const Type unranked = Type::Tensor(ElementType::kFloat);
   EXPECT_EQ(ResolveDims(unranked, *dims).ToShortString(), unranked.ToShortString());
+}
+
+TEST(FeedsToolTest, SplitNameValueSplitsAtTheFirstEquals) {
+  auto split = SplitNameValue("x=a=b.npy", "--input", "FILE");
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_EQ(split->first, "x");
+  EXPECT_EQ(split->second, "a=b.npy");
+  split = SplitNameValue("sr=", "--shape");
+  ASSERT_TRUE(split.ok()) << split.status().message();
+  EXPECT_EQ(split->first, "sr");
+  EXPECT_EQ(split->second, "");
+  // One error text for every option: the option, the quoted argument, the form expected.
+  EXPECT_STATUS(SplitNameValue("x", "--input", "FILE"), StatusCode::kInvalidArgument,
+                "--input 'x': expected NAME=FILE");
+  EXPECT_STATUS(SplitNameValue("=3", "--dim"), StatusCode::kInvalidArgument,
+                "--dim '=3': expected NAME=VALUE");
+  EXPECT_STATUS(SplitNameValue("", "--shape", "D0xD1x..."), StatusCode::kInvalidArgument,
+                "--shape '': expected NAME=D0xD1x...");
+}
+
+TEST(BenchToolTest, ShapeArguments) {
+  auto shape = ParseShape("1x512");
+  ASSERT_TRUE(shape.ok()) << shape.status().message();
+  EXPECT_EQ(*shape, (std::vector<int64_t>{1, 512}));
+  shape = ParseShape("2x0x2147483647");  // zero-size dims are valid ONNX
+  ASSERT_TRUE(shape.ok()) << shape.status().message();
+  EXPECT_EQ(*shape, (std::vector<int64_t>{2, 0, 2147483647}));
+  shape = ParseShape("scalar");
+  ASSERT_TRUE(shape.ok()) << shape.status().message();
+  EXPECT_TRUE(shape->empty());
+  shape = ParseShape("7");
+  ASSERT_TRUE(shape.ok()) << shape.status().message();
+  EXPECT_EQ(*shape, (std::vector<int64_t>{7}));
+  EXPECT_STATUS(ParseShape(""), StatusCode::kInvalidArgument, "write scalar for a 0-d tensor");
+  for (const char* bad : {"1x", "x1", "1xx2", "1X2", "1,2", "-1x2", "+1", "1x2147483648", " 1",
+                          "1x2 ", "a", "Scalar", "1e3"}) {
+    EXPECT_STATUS(ParseShape(bad), StatusCode::kInvalidArgument, "[0, 2147483647]") << bad;
+  }
+  EXPECT_STATUS(ParseShape("4x-2"), StatusCode::kInvalidArgument, "dim 1 of '4x-2' is '-2'");
+
+  auto shapes = ParseShapeArgs({"input=1x512", "state=2x1x128", "sr=scalar"});
+  ASSERT_TRUE(shapes.ok()) << shapes.status().message();
+  EXPECT_EQ(shapes->size(), 3u);
+  EXPECT_EQ(shapes->at("state"), (std::vector<int64_t>{2, 1, 128}));
+  EXPECT_TRUE(shapes->at("sr").empty());
+  EXPECT_STATUS(ParseShapeArgs({"input"}), StatusCode::kInvalidArgument,
+                "--shape 'input': expected NAME=D0xD1x...");
+  EXPECT_STATUS(ParseShapeArgs({"sr="}), StatusCode::kInvalidArgument, "--shape 'sr=': ");
+  EXPECT_STATUS(ParseShapeArgs({"x=1xa"}), StatusCode::kInvalidArgument, "--shape 'x=1xa': ");
+  EXPECT_STATUS(ParseShapeArgs({"x=1", "y=2", "x=1"}), StatusCode::kInvalidArgument,
+                "input 'x' is given twice");
+}
+
+TEST(BenchToolTest, ShapedTypesAgreeWithTheDeclaration) {
+  const Limits limits;
+  const Type unnamed = Type::Tensor(ElementType::kFloat, std::vector<Dim>{{}, {}});
+  auto type = ShapedType({"input", unnamed}, {1, 512}, limits);
+  ASSERT_TRUE(type.ok()) << type.status().message();
+  EXPECT_EQ(type->ToShortString(), "float[1,512]");
+  const Type state = Type::Tensor(ElementType::kFloat,
+                                  std::vector<Dim>{{2, ""}, {std::nullopt, "batch"}, {128, ""}});
+  type = ShapedType({"state", state}, {2, 3, 128}, limits);
+  ASSERT_TRUE(type.ok()) << type.status().message();
+  EXPECT_EQ(type->ToShortString(), "float[2,3,128]");
+  type = ShapedType({"sr", Type::Tensor(ElementType::kInt64, std::vector<Dim>{})}, {}, limits);
+  ASSERT_TRUE(type.ok()) << type.status().message();
+  EXPECT_EQ(type->ToShortString(), "int64[]");
+  // Unknown rank: any shape, zero-size dims included.
+  type = ShapedType({"any", Type::Tensor(ElementType::kUint8)}, {3, 0, 2147483647}, limits);
+  ASSERT_TRUE(type.ok()) << type.status().message();
+  EXPECT_EQ(type->ToShortString(), "uint8[3,0,2147483647]");
+
+  EXPECT_STATUS(ShapedType({"input", unnamed}, {512}, limits), StatusCode::kInvalidArgument,
+                "input 'input' float[?,?]: invalid rank: got 1 (512), expected 2");
+  EXPECT_STATUS(
+      ShapedType({"sr", Type::Tensor(ElementType::kInt64, std::vector<Dim>{})}, {1}, limits),
+      StatusCode::kInvalidArgument, "invalid rank: got 1 (1), expected 0");
+  EXPECT_STATUS(ShapedType({"state", state}, {3, 1, 128}, limits), StatusCode::kInvalidArgument,
+                "input 'state' float[2,batch,128]: invalid dims (3x1x128): dim 0: got 3, "
+                "expected 2");
+  EXPECT_STATUS(ShapedType({"state", state}, {1, 1, 64}, limits), StatusCode::kInvalidArgument,
+                "dim 0: got 1, expected 2; dim 2: got 64, expected 128");
+  // Too large to generate: refused before any allocation, even when the count overflows.
+  EXPECT_STATUS(ShapedType({"input", unnamed}, {4096, 4097}, limits),
+                StatusCode::kResourceExhausted,
+                "4096x4097 is 16781312 elements, over the 16777216 a generated input may have; "
+                "use --input input=FILE");
+  EXPECT_STATUS(ShapedType({"any", Type::Tensor(ElementType::kFloat)},
+                           std::vector<int64_t>(4, 2147483647), limits),
+                StatusCode::kResourceExhausted, "is over 2^64 elements");
+  type = ShapedType({"input", unnamed}, {4096, 4096}, limits);  // exactly the cap
+  ASSERT_TRUE(type.ok()) << type.status().message();
+  static_assert(kMaxGeneratedElements == uint64_t{4096} * 4096);
+  // The session's own limits apply too.
+  Limits small;
+  small.max_tensor_bytes = 1024;
+  EXPECT_STATUS(ShapedType({"input", unnamed}, {1, 512}, small), StatusCode::kResourceExhausted,
+                "1x512 is 2048 bytes, over the session's limit of 1024 (Limits::max_tensor_bytes)");
+  small.max_elements = 100;
+  EXPECT_STATUS(ShapedType({"input", unnamed}, {1, 512}, small), StatusCode::kResourceExhausted,
+                "over the 100 a generated input may have");
+  small.max_rank = 2;
+  EXPECT_STATUS(ShapedType({"any", Type::Tensor(ElementType::kFloat)}, {1, 1, 1}, small),
+                StatusCode::kResourceExhausted, "rank 3 is over the session's limit of 2");
+  // Sequences and optionals cannot be given a shape.
+  EXPECT_STATUS(ShapedType({"s", Type::Sequence(unnamed)}, {1, 2}, limits),
+                StatusCode::kInvalidArgument, "input 's' seq(float[?,?]): not a tensor");
+  EXPECT_STATUS(ShapedType({"o", Type::Optional(unnamed)}, {1, 2}, limits),
+                StatusCode::kInvalidArgument, "use --input o=FILE");
 }
 
 TEST(BenchToolTest, RunsTheSeedExample) {

@@ -8,8 +8,12 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <set>
+#include <string_view>
+#include <vector>
 
+#include "idem/element_type.h"
 #include "idem/session.h"
 #include "src/core/text.h"
 #include "tools/backend_test.h"
@@ -23,6 +27,27 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The largest size --dim and --shape take: onnxruntime_perf_test's range, and far more than a
+// generated input may hold anyway.
+constexpr int64_t kMaxDimSize = 0x7fffffff;
+// How --shape writes the 0-d shape.
+constexpr std::string_view kScalarShape = "scalar";
+
+// `text` as an integer in [min, kMaxDimSize] (digits only: no sign, space or suffix).
+std::optional<int64_t> ParseSize(std::string_view text, int64_t min) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > kMaxDimSize) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// A shape as --shape writes it: "1x512", "scalar".
+std::string FormatShape(const std::vector<int64_t>& shape) {
+  return shape.empty() ? std::string(kScalarShape) : fmt::format("{}", fmt::join(shape, "x"));
+}
 
 // Collects the symbolic dim names of `type` (and of its elements).
 void SymbolicDims(const Type& type, std::set<std::string>* names) {
@@ -150,27 +175,137 @@ LatencyStats SummarizeLatency(LatencySamples samples) {
 Result<std::map<std::string, int64_t>> ParseDimArgs(const std::vector<std::string>& args) {
   std::map<std::string, int64_t> dims;
   for (const std::string& arg : args) {
-    const size_t eq = arg.find('=');
-    if (eq == std::string::npos || eq == 0) {
+    IDEM_ASSIGN_OR_RETURN(const auto name_value, SplitNameValue(arg, "--dim"));
+    const auto& [name, text] = name_value;
+    const std::optional<int64_t> value = ParseSize(text, 1);
+    if (!value) {
       return Status(StatusCode::kInvalidArgument,
-                    fmt::format("--dim {}: expected NAME=VALUE", QuoteName(arg)));
+                    fmt::format("--dim {}: the size must be an integer in [1, {}]", QuoteName(arg),
+                                kMaxDimSize));
     }
-    const std::string name = arg.substr(0, eq);
-    const std::string_view text = std::string_view(arg).substr(eq + 1);
-    int64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || value < 1 ||
-        value > int64_t{0x7fffffff}) {
-      return Status(
-          StatusCode::kInvalidArgument,
-          fmt::format("--dim {}: the size must be an integer in [1, 2147483647]", QuoteName(arg)));
-    }
-    if (!dims.emplace(name, value).second) {
+    if (!dims.emplace(name, *value).second) {
       return Status(StatusCode::kInvalidArgument,
                     fmt::format("--dim {}: {} is given twice", QuoteName(arg), QuoteName(name)));
     }
   }
   return dims;
+}
+
+Result<std::vector<int64_t>> ParseShape(std::string_view text) {
+  std::vector<int64_t> dims;
+  if (text == kScalarShape) return dims;
+  if (text.empty()) {
+    return Status(StatusCode::kInvalidArgument,
+                  fmt::format("the shape is empty (write {} for a 0-d tensor)", kScalarShape));
+  }
+  for (size_t start = 0;;) {
+    const size_t x = text.find('x', start);
+    const std::string_view piece = text.substr(start, x == std::string_view::npos ? x : x - start);
+    const std::optional<int64_t> d = ParseSize(piece, 0);
+    if (!d) {
+      return Status(
+          StatusCode::kInvalidArgument,
+          fmt::format("dim {} of {} is {}, not an integer in [0, {}] (a shape is "
+                      "D0xD1x..., e.g. 1x512, or {} for a 0-d tensor)",
+                      dims.size(), QuoteName(text), QuoteName(piece), kMaxDimSize, kScalarShape));
+    }
+    dims.push_back(*d);
+    if (x == std::string_view::npos) return dims;
+    start = x + 1;
+  }
+}
+
+Result<std::map<std::string, std::vector<int64_t>>> ParseShapeArgs(
+    const std::vector<std::string>& args) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& arg : args) {
+    IDEM_ASSIGN_OR_RETURN(const auto name_value, SplitNameValue(arg, "--shape", "D0xD1x..."));
+    const auto& [name, text] = name_value;
+    auto shape = ParseShape(text);
+    if (!shape.ok()) {
+      return Status(shape.status().code(),
+                    fmt::format("--shape {}: {}", QuoteName(arg), shape.status().message()));
+    }
+    if (!shapes.emplace(name, std::move(shape).value()).second) {
+      return Status(StatusCode::kInvalidArgument, fmt::format("--shape {}: input {} is given twice",
+                                                              QuoteName(arg), QuoteName(name)));
+    }
+  }
+  return shapes;
+}
+
+Result<Type> ShapedType(const ValueInfo& info, const std::vector<int64_t>& shape,
+                        const Limits& limits) {
+  auto error = [&](StatusCode code, const std::string& why) {
+    return Status(
+        code, fmt::format("input {} {}: {}", QuoteName(info.name), info.type.ToShortString(), why));
+  };
+  if (info.type.kind() != ValueKind::kTensor) {
+    return error(StatusCode::kInvalidArgument,
+                 fmt::format("not a tensor: --shape sizes tensors only; use --input {}=FILE",
+                             EscapeText(info.name)));
+  }
+  if (shape.size() > limits.max_rank) {
+    return error(StatusCode::kResourceExhausted,
+                 fmt::format("rank {} is over the session's limit of {} (Limits::max_rank)",
+                             shape.size(), limits.max_rank));
+  }
+  if (info.type.shape()) {
+    const std::vector<Dim>& declared = *info.type.shape();
+    if (declared.size() != shape.size()) {
+      return error(StatusCode::kInvalidArgument,
+                   fmt::format("invalid rank: got {} ({}), expected {}", shape.size(),
+                               FormatShape(shape), declared.size()));
+    }
+    std::vector<std::string> wrong;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (declared[i].value && *declared[i].value != shape[i]) {
+        wrong.push_back(
+            fmt::format("dim {}: got {}, expected {}", i, shape[i], *declared[i].value));
+      }
+    }
+    if (!wrong.empty()) {
+      return error(
+          StatusCode::kInvalidArgument,
+          fmt::format("invalid dims ({}): {}", FormatShape(shape), fmt::join(wrong, "; ")));
+    }
+  }
+  // The element count, checked before anything is allocated (a zero dim makes it 0 whatever the
+  // others are; nullopt: over 2^64).
+  std::optional<uint64_t> count = 1;
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
+    count = 0;
+  } else {
+    for (int64_t d : shape) {
+      uint64_t product = 0;
+      if (__builtin_mul_overflow(*count, static_cast<uint64_t>(d), &product)) {
+        count.reset();
+        break;
+      }
+      count = product;
+    }
+  }
+  const uint64_t max_elements = std::min(kMaxGeneratedElements, limits.max_elements);
+  if (!count || *count > max_elements) {
+    return error(StatusCode::kResourceExhausted,
+                 fmt::format("{} is {} elements, over the {} a generated input may have; use "
+                             "--input {}=FILE",
+                             FormatShape(shape),
+                             count ? fmt::format("{}", *count) : std::string("over 2^64"),
+                             max_elements, EscapeText(info.name)));
+  }
+  const std::optional<uint64_t> bytes = PackedByteSize(info.type.element_type(), *count);
+  if (bytes && *bytes > limits.max_tensor_bytes) {
+    return error(
+        StatusCode::kResourceExhausted,
+        fmt::format("{} is {} bytes, over the session's limit of {} "
+                    "(Limits::max_tensor_bytes); use --input {}=FILE",
+                    FormatShape(shape), *bytes, limits.max_tensor_bytes, EscapeText(info.name)));
+  }
+  std::vector<Dim> dims;
+  dims.reserve(shape.size());
+  for (int64_t d : shape) dims.push_back({d, ""});
+  return Type::Tensor(info.type.element_type(), std::move(dims));
 }
 
 Type ResolveDims(const Type& type, const std::map<std::string, int64_t>& dims) {
@@ -219,6 +354,7 @@ Result<BenchReport> RunBench(const std::string& model_arg, const BenchOptions& o
   }
   if (!options.runs && !duration) duration = kDefaultBenchSeconds;
   IDEM_ASSIGN_OR_RETURN(const auto dims, ParseDimArgs(options.dims));
+  IDEM_ASSIGN_OR_RETURN(const auto shapes, ParseShapeArgs(options.shapes));
 
   BenchReport report;
   report.model = ModelPath(model_arg);
@@ -249,6 +385,47 @@ Result<BenchReport> RunBench(const std::string& model_arg, const BenchOptions& o
                                     : fmt::format("they have {}", fmt::join(names, ", "))));
     }
   }
+  // --shape: the type each input it names is generated as (whatever --dim says), checked
+  // against its declaration before anything is generated.
+  std::map<std::string, Type> shaped;
+  for (const auto& name_shape : shapes) {
+    // Named, not structured bindings: lambdas capture them (which clang 14 cannot).
+    const std::string& name = name_shape.first;
+    const std::vector<int64_t>& shape = name_shape.second;
+    auto shape_error = [&](const Status& s) {
+      return Status(s.code(), fmt::format("{}: --shape {}={}: {}", report.model, EscapeText(name),
+                                          FormatShape(shape), s.message()));
+    };
+    auto info = FindInput(*session, name);
+    if (!info.ok()) return shape_error(info.status());
+    if (std::any_of(feeds.begin(), feeds.end(),
+                    [&](const NamedValue& f) { return f.name == name; })) {
+      return shape_error(Status(
+          StatusCode::kInvalidArgument,
+          options.inputs.empty()
+              ? fmt::format("input {} is fed from the folder's test_data_set_0; --shape sizes "
+                            "generated inputs: give the folder's model.onnx instead",
+                            QuoteName(name))
+              : fmt::format("input {} is also given by --input; give one of them",
+                            QuoteName(name))));
+    }
+    auto type = ShapedType(**info, shape, options.session.limits);
+    if (!type.ok()) return shape_error(type.status());
+    shaped.emplace(name, std::move(type).value());
+  }
+  // Generates input `info` as `type` and adds it to the feeds and the report.
+  auto generate = [&](const ValueInfo& info, const Type& type, uint64_t seed) -> Status {
+    auto value = GenerateValue(type, seed);
+    if (!value.ok()) {
+      return Status(value.status().code(),
+                    fmt::format("{}: input {} ({}): cannot generate it: {}; use --input {}=FILE",
+                                report.model, QuoteName(info.name), info.type.ToShortString(),
+                                value.status().message(), EscapeText(info.name)));
+    }
+    report.inputs.push_back({info.name, Describe(*value), "generated"});
+    feeds.push_back({info.name, std::move(value).value()});
+    return {};
+  };
   // Positional feeds in inputs() order unless an overridable input is fed (then by name).
   std::vector<Value> positional;
   bool by_name = false;
@@ -261,16 +438,10 @@ Result<BenchReport> RunBench(const std::string& model_arg, const BenchOptions& o
       positional.push_back(fed->value);
       continue;
     }
-    auto value = GenerateValue(ResolveDims(info.type, dims), i + 1);
-    if (!value.ok()) {
-      return Status(value.status().code(),
-                    fmt::format("{}: input {} ({}): cannot generate it: {}; use --input {}=FILE",
-                                report.model, QuoteName(info.name), info.type.ToShortString(),
-                                value.status().message(), EscapeText(info.name)));
-    }
-    report.inputs.push_back({info.name, Describe(*value), "generated"});
-    feeds.push_back({info.name, *value});
-    positional.push_back(std::move(value).value());
+    const auto it = shaped.find(info.name);
+    IDEM_RETURN_IF_ERROR(
+        generate(info, it != shaped.end() ? it->second : ResolveDims(info.type, dims), i + 1));
+    positional.push_back(feeds.back().value);
   }
   for (const NamedValue& f : feeds) {
     for (const ValueInfo& v : session->overridable_inputs()) {
@@ -278,6 +449,14 @@ Result<BenchReport> RunBench(const std::string& model_arg, const BenchOptions& o
       by_name = true;
       report.inputs.push_back({f.name, Describe(f.value), given});
     }
+  }
+  // Overridable initializers named by --shape are generated too (and fed by name).
+  for (size_t j = 0; j < session->overridable_inputs().size(); ++j) {
+    const ValueInfo& info = session->overridable_inputs()[j];
+    const auto it = shaped.find(info.name);
+    if (it == shaped.end()) continue;
+    IDEM_RETURN_IF_ERROR(generate(info, it->second, session->inputs().size() + j + 1));
+    by_name = true;
   }
 
   RunOptions run_options;

@@ -8,12 +8,14 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "idem/options.h"
 #include "idem/status.h"
 #include "idem/type.h"
+#include "idem/value.h"
 
 namespace idem::tools {
 
@@ -63,6 +65,22 @@ double Percentile(const std::vector<int64_t>& sorted, double p);
 // `--dim NAME=VALUE` arguments: VALUE an integer in [1, 2^31).
 Result<std::map<std::string, int64_t>> ParseDimArgs(const std::vector<std::string>& args);
 
+// A `--shape` shape: dims joined by 'x' ("1x512", "7"), each an integer in [0, 2^31) (ONNX
+// allows zero-size dims), or `scalar` for the 0-d shape.
+Result<std::vector<int64_t>> ParseShape(std::string_view text);
+
+// `--shape NAME=SHAPE` arguments, SHAPE as ParseShape reads it; a NAME given twice is an error.
+Result<std::map<std::string, std::vector<int64_t>>> ParseShapeArgs(
+    const std::vector<std::string>& args);
+
+// The type `--shape` generates input `info` as: a tensor of `shape`, which must agree with the
+// declared one (rank, and every fixed dim; symbolic and unknown dims take any size) and stay
+// within what a generated input may hold (kMaxGeneratedElements, and `limits`' max_rank,
+// max_elements and max_tensor_bytes). Errors name the input, and the dim that disagrees with
+// its declared and given sizes. Sequences and optionals are refused (they need --input).
+Result<Type> ShapedType(const ValueInfo& info, const std::vector<int64_t>& shape,
+                        const Limits& limits);
+
 // `type` with each symbolic dim replaced by its value in `dims` (1 when absent) and each unknown
 // dim by 1. Tensors of unknown rank stay so (GenerateValue makes them [2]).
 Type ResolveDims(const Type& type, const std::map<std::string, int64_t>& dims);
@@ -74,6 +92,7 @@ struct BenchOptions {
   SessionOptions session;
   std::vector<std::string> inputs;         // NAME=FILE, as `idem run --input`
   std::vector<std::string> dims;           // NAME=VALUE, sizes of symbolic dims of generated inputs
+  std::vector<std::string> shapes;         // NAME=D0xD1x..., full shapes of generated inputs
   std::optional<uint64_t> runs;            // stop after this many measured runs
   std::optional<double> duration_seconds;  // stop once this much time has passed
   uint64_t warmup = 5;

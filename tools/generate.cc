@@ -45,9 +45,10 @@ Result<Value> GenerateTensor(const Type& type, uint64_t seed) {
   const std::vector<int64_t> shape = ShapeOf(type);
   uint64_t count = 1;
   for (int64_t d : shape) {
-    if (d < 0 || (d != 0 && count > (uint64_t{1} << 24) / static_cast<uint64_t>(d))) {
+    if (d < 0 || (d != 0 && count > kMaxGeneratedElements / static_cast<uint64_t>(d))) {
       return Status(StatusCode::kResourceExhausted,
-                    fmt::format("generated input of shape too large ({} elements max)", 1 << 24));
+                    fmt::format("generated input of shape too large ({} elements max)",
+                                kMaxGeneratedElements));
     }
     count *= static_cast<uint64_t>(d);
   }

@@ -11,6 +11,10 @@
 
 namespace idem::tools {
 
+// The most elements a generated tensor may have (2^24): a larger declared or requested shape is
+// an error, not gigabytes of made-up input.
+inline constexpr uint64_t kMaxGeneratedElements = uint64_t{1} << 24;
+
 // A value of `type`: symbolic or unknown dims are 2, a tensor of unknown rank is [2]; sequences
 // hold 2 tensors and optionals hold a value. Bytes follow a fixed pattern derived from `seed`
 // (floats may be NaN or subnormal: outputs are compared bit for bit); integers are 0..3 and bools

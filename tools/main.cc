@@ -415,6 +415,10 @@ int Main(int argc, char** argv) {
   bench->add_option("--dim", bench_options.dims,
                     "NAME=VALUE: the size of symbolic dim NAME in generated inputs (default 1); "
                     "repeatable");
+  bench->add_option("--shape", bench_options.shapes,
+                    "NAME=D0xD1x...: the whole shape of generated input NAME (e.g. input=1x512; "
+                    "scalar for 0-d), checked against its declared shape; wins over --dim; "
+                    "repeatable");
   CLI::Option* runs_option =
       bench
           ->add_option("--runs,-n", bench_runs,
