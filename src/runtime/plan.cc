@@ -1120,9 +1120,10 @@ Status GraphPlanner::PlanNode(size_t n) {
   // and no inference or kernel is needed, unless a constant input may fold the node instead.
   const bool erase = options_.eliminate_identity && schema.output_is_input &&
                      node.inputs.size() == 1 && node.outputs.size() == 1;
-  const bool may_fold = options_.fold_constants && schema.foldable &&
-                        step.inputs[0].source == ValueRef::Source::kConstant;
-  if (erase && !may_fold) return PlanErased(n, label, step.inputs[0], *input_types[0]);
+  if (erase && !(options_.fold_constants && schema.foldable &&
+                 step.inputs[0].source == ValueRef::Source::kConstant)) {
+    return PlanErased(n, label, step.inputs[0], *input_types[0]);
+  }
 
   NodeSubgraphs subgraphs(*this, node.inputs.size());
   // Facts: the value of every input that is a constant of this graph.
