@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <onnx/defs/schema.h>
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -269,6 +270,16 @@ TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
       {{1, 2, 9, 52}, {2, 4}, {3, 3}, {1, 1}, {0, 0, 0, 0}},
       {{1, 2, 9, 37}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 1, 0},
       {{1, 1, 4, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}},
+      // Width-2 windows at width stride 2 tiling the rows (pair maxima, then the window rows):
+      // openWakeWord's narrower pools, taller windows, a row stride over the window's height,
+      // a plane over the stack tile and a width one past the windows (both row by row).
+      {{1, 72, 28, 8}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 96, 10, 4}, {1, 2}, {1, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 96, 6, 2}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{2, 3, 7, 36}, {3, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 2, 9, 6}, {1, 2}, {3, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 1, 300, 40}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 2, 6, 9}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
   };
   const float nan = std::numeric_limits<float>::quiet_NaN();
   uint32_t seed = 40;
@@ -276,6 +287,11 @@ TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
     std::vector<float> x = RandomGrid(static_cast<size_t>(Count(c.x)), seed++);
     for (size_t i = 0; i < x.size(); i += 7) x[i] = nan;        // some windows hold NaNs
     for (size_t i = 3; i < x.size(); i += 11) x[i] = x[i - 1];  // and ties
+    for (size_t i = 5; i + 1 < x.size(); i += 13) {             // ties of zeros of both signs
+      x[i] = 0.0f;
+      x[i + 1] = -0.0f;
+    }
+    for (size_t i = 9; i < x.size(); i += 17) x[i] = -nan;  // NaNs of the other sign
     for (const char* op : {"MaxPool", "AveragePool"}) {
       auto make = [&](bool reference) {
         KernelRunner r(op, 19);
@@ -297,6 +313,48 @@ TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
         EXPECT_EQ(DescribeDifference((*reference)[0], (*fast)[0]), std::nullopt)
             << op << " on " << fast::SimdTargetName(target) << ", case " << (&c - cases.data());
       }
+    }
+  }
+}
+
+// Width-2, width-stride-2 MaxPool takes each window row's pair maximum first and folds the rows
+// after: the same bits as the reference's tap-by-tap fold only because both keep the first of
+// equal maxima in tap order. Every assignment of +0, -0, -1 and two NaNs (other payloads and
+// signs) to the four taps of a 2x2 window, laid out along a row (whole vectors and a tail) and
+// one window per plane.
+TEST(PoolTest, PairMaximaKeepTheReferencesChoiceAmongEqualMaxima) {
+  const float values[] = {0.0f, -0.0f, -1.0f, std::bit_cast<float>(0x7fc00001u),
+                          std::bit_cast<float>(0xffc00002u)};
+  constexpr size_t kValues = std::size(values);
+  constexpr size_t kWindows = kValues * kValues * kValues * kValues;
+  std::vector<float> row_major(4 * kWindows), per_plane(4 * kWindows);
+  for (size_t k = 0; k < kWindows; ++k) {
+    const float t[4] = {values[k % kValues], values[k / kValues % kValues],
+                        values[k / (kValues * kValues) % kValues],
+                        values[k / (kValues * kValues * kValues)]};
+    for (size_t tap = 0; tap < 4; ++tap) {
+      // [1, 1, 2, 2 * kWindows]: window k at columns 2k and 2k + 1 of both rows.
+      row_major[(tap / 2) * 2 * kWindows + 2 * k + tap % 2] = t[tap];
+      per_plane[4 * k + tap] = t[tap];  // [1, kWindows, 2, 2]
+    }
+  }
+  const auto windows = static_cast<int64_t>(kWindows);
+  const std::pair<std::vector<int64_t>, const std::vector<float>*> inputs[] = {
+      {{1, 1, 2, 2 * windows}, &row_major}, {{1, windows, 2, 2}, &per_plane}};
+  for (const auto& [shape, data] : inputs) {
+    auto make = [&](bool reference) {
+      KernelRunner r("MaxPool", 12);
+      r.IntsAttr("kernel_shape", {2, 2}).IntsAttr("strides", {2, 2}).Reference(reference);
+      return r;
+    };
+    auto reference = make(true).Run({Floats(shape, *data)});
+    ASSERT_TRUE(reference.ok());
+    for (int64_t target : fast::SimdTargets()) {
+      fast::ScopedSimdTarget force(target);
+      auto fast = make(false).Run({Floats(shape, *data)});
+      ASSERT_TRUE(fast.ok());
+      EXPECT_EQ(DescribeDifference((*reference)[0], (*fast)[0]), std::nullopt)
+          << fast::SimdTargetName(target) << ", planes " << shape[1];
     }
   }
 }

@@ -94,6 +94,72 @@ void Planes(const MaxPoolProblem& pr) {
   }
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Windows of width 2 at width stride 2 that tile each row exactly (w == 2 * ow; openWakeWord's
+// 2x2 and 1x2 pools, whose rows of 16 outputs and fewer the row-wise vectors above cannot take):
+// first every input row's pair maxima, Take(x[2i], x[2i + 1]), over a whole plane at once (its
+// rows are one contiguous run of pairs), then each output row folds its kh rows of those. Take
+// keeps the first maximum in tap order (NaN lowest, ties to the earlier tap), which is
+// associative, so folding each window row's pair first and then the rows gives the bits of the
+// reference's tap-by-tap fold.
+constexpr int64_t kPairTile = 4096;  // floats of pair maxima per plane, on the stack
+
+// out[i] = Take(in[2i], in[2i + 1]) for i < n.
+HWY_INLINE void PairMaxima(const float* HWY_RESTRICT in, int64_t n, float* HWY_RESTRICT out) {
+  const DF d;
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) {
+    const VF lo = hn::LoadU(d, in + 2 * i);
+    const VF hi = hn::LoadU(d, in + 2 * i + kW);
+    hn::StoreU(Take(hn::ConcatEven(d, hi, lo), hn::ConcatOdd(d, hi, lo)), d, out + i);
+  }
+  if (i < n) {  // the last pairs, through a zero-padded copy (no read past the plane)
+    HWY_ALIGN float pairs[2 * kW] = {};
+    HWY_ALIGN float best[kW];
+    std::copy_n(in + 2 * i, 2 * (n - i), pairs);
+    const VF lo = hn::Load(d, pairs);
+    const VF hi = hn::Load(d, pairs + kW);
+    hn::Store(Take(hn::ConcatEven(d, hi, lo), hn::ConcatOdd(d, hi, lo)), d, best);
+    std::copy_n(best, n - i, out + i);
+  }
+}
+
+// y[i] = Take(y[i], v[i]) for i < n: the fold so far, then the next window row's pair.
+HWY_INLINE void TakeInto(const float* HWY_RESTRICT v, int64_t n, float* HWY_RESTRICT y) {
+  const DF d;
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) {
+    hn::StoreU(Take(hn::LoadU(d, y + i), hn::LoadU(d, v + i)), d, y + i);
+  }
+  if (i < n) {
+    HWY_ALIGN float a[kW] = {};
+    HWY_ALIGN float b[kW] = {};
+    std::copy_n(y + i, n - i, a);
+    std::copy_n(v + i, n - i, b);
+    hn::Store(Take(hn::Load(d, a), hn::Load(d, b)), d, a);
+    std::copy_n(a, n - i, y + i);
+  }
+}
+
+void PairPlanes(const MaxPoolProblem& pr) {
+  HWY_ALIGN float pairs[kPairTile];
+  for (int64_t p = 0; p < pr.planes; ++p) {
+    const float* plane = pr.x + p * pr.h * pr.w;
+    float* y = pr.y + p * pr.oh * pr.ow;
+    if (pr.kh == 1 && pr.sh == 1) {  // the output is the first oh rows' pair maxima
+      PairMaxima(plane, pr.oh * pr.ow, y);
+      continue;
+    }
+    PairMaxima(plane, pr.h * pr.ow, pairs);
+    for (int64_t oy = 0; oy < pr.oh; ++oy, y += pr.ow) {
+      const float* first = pairs + oy * pr.sh * pr.ow;
+      std::copy_n(first, pr.ow, y);
+      for (int64_t ty = 1; ty < pr.kh; ++ty) TakeInto(first + ty * pr.ow, pr.ow, y);
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 void MaxPool2DTarget(const MaxPoolProblem& pr) {
@@ -102,6 +168,8 @@ void MaxPool2DTarget(const MaxPoolProblem& pr) {
 #else
   if (pr.sw == 1) {
     Planes<1>(pr);
+  } else if (pr.sw == 2 && pr.kw == 2 && pr.w == 2 * pr.ow && pr.h * pr.ow <= kPairTile) {
+    PairPlanes(pr);
   } else if (pr.sw == 2) {
     Planes<2>(pr);
   } else {
