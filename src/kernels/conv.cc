@@ -780,6 +780,21 @@ std::vector<fast::PackedB> PackConvWeights(const float* w, int64_t group, int64_
   return packed;
 }
 
+// W [group * mg][cg][kh][1] as [group][kh][mg][cg]: tap ky's weights of group gi, an mg x cg
+// matrix, at taps + (gi * kh + ky) * mg * cg (FastConvKernel::RunTapMajor).
+void TapMajorWeights(const float* w, int64_t group, int64_t mg, int64_t cg, int64_t kh,
+                     float* taps) {
+  for (int64_t gi = 0; gi < group; ++gi) {
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      for (int64_t m = 0; m < mg; ++m) {
+        const float* row = w + (gi * mg + m) * cg * kh + ky;
+        float* out = taps + ((gi * kh + ky) * mg + m) * cg;
+        for (int64_t c = 0; c < cg; ++c) out[c] = row[c * kh];
+      }
+    }
+  }
+}
+
 // Rows [oy0, oy0 + rows) of the im2col columns of group input xg: col[r][q], r = (channel, ky,
 // kx), q = (oy - oy0) * ow + ox; zeros where the kernel reads padding.
 void FastIm2Col(const Conv2D& g, const float* xg, int64_t oy0, int64_t rows, float* col) {
@@ -931,9 +946,11 @@ void FastPhasePlanes(const Conv2D& g, const float* xc, float* planes) {
 class FastConvKernel final : public Kernel {
  public:
   FastConvKernel(ConvAttrs attrs, std::shared_ptr<const std::vector<fast::PackedB>> packed,
-                 fast::Activation activation, const fast::TaskRunner* threads)
+                 std::shared_ptr<const std::vector<float>> taps, fast::Activation activation,
+                 const fast::TaskRunner* threads)
       : attrs_(attrs),
         packed_(std::move(packed)),
+        taps_(std::move(taps)),
         activation_(activation),
         threads_(threads),
         reference_(std::move(attrs), nullptr) {}
@@ -1073,6 +1090,47 @@ class FastConvKernel final : public Kernel {
     return {};
   }
 
+  // A Conv of one column of taps (kw == 1, kh > 1) at unit strides and dilation that reads no
+  // padding and keeps the width (openWakeWord's 3x1 layers): the im2col row of (channel c, tap
+  // ky) is X's plane c from row ky on, contiguous, so no columns are built. Each tap is one
+  // product reading X in place (B's rows are the planes, ldb = h * w) with that tap's weights
+  // (TapMajorWeights), accumulated into Y (beta 1; the bias and activation with the last tap).
+  // The sum runs over (ky, c) instead of im2col's (c, ky): other roundings, the same bits on
+  // every run, thread count and target, with W constant (repacked at Create) or fed.
+  static bool TapMajor(const Conv2D& g) {
+    return g.kw == 1 && g.kh > 1 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.pt == 0 && g.pl == 0 &&
+           g.ow == g.w && g.oh + g.kh - 1 <= g.h;
+  }
+
+  Status RunTapMajor(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
+                     const float* b, float* y) const {
+    const int64_t p = g.pixels();
+    const float* taps = taps_ != nullptr ? taps_->data() : nullptr;
+    if (taps == nullptr) {
+      const int64_t floats = g.group * g.mg * g.k();
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
+      float* t = fast::ThreadScratch(1, static_cast<size_t>(floats));
+      TapMajorWeights(w, g.group, g.mg, g.cg, g.kh, t);
+      taps = t;
+    }
+    for (int64_t n = 0; n < g.n; ++n) {
+      for (int64_t gi = 0; gi < g.group; ++gi) {
+        fast::Epilogue last;
+        last.bias = b != nullptr ? b + gi * g.mg : nullptr;
+        last.bias_per_row = true;
+        last.activation = activation_;
+        const float* xg = x + (n * g.c + gi * g.cg) * g.in_plane();
+        float* yg = y + (n * g.m + gi * g.mg) * p;
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          fast::GemmUnpacked(taps + (gi * g.kh + ky) * g.mg * g.cg, g.cg, xg + ky * g.w,
+                             g.in_plane(), yg, p, g.mg, p, g.cg, ky == 0 ? 0.0f : 1.0f,
+                             ky + 1 == g.kh ? last : fast::Epilogue{}, threads_);
+        }
+      }
+    }
+    return {};
+  }
+
   Status RunColumns(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
                     const float* b, float* y) const {
     const int64_t k = g.k(), p = g.pixels();
@@ -1094,6 +1152,7 @@ class FastConvKernel final : public Kernel {
       }
       return {};
     }
+    if (TapMajor(g)) return RunTapMajor(ctx, g, x, w, b, y);
     // Blocks of output rows whose columns fill about kFastColumnFloats (at least one row).
     const int64_t block_rows =
         std::clamp<int64_t>(kFastColumnFloats / std::max<int64_t>(1, k * g.ow), 1, g.oh);
@@ -1119,6 +1178,7 @@ class FastConvKernel final : public Kernel {
 
   ConvAttrs attrs_;
   std::shared_ptr<const std::vector<fast::PackedB>> packed_;  // W_g^T per group, or null
+  std::shared_ptr<const std::vector<float>> taps_;  // a constant W tap-major (TapMajorWeights)
   fast::Activation activation_;
   const fast::TaskRunner* threads_;
   ConvKernel<float> reference_;  // other ranks
@@ -1178,8 +1238,17 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
       }
     }
   }
-  return std::unique_ptr<Kernel>(
-      std::make_unique<FastConvKernel>(a, std::move(packed), activation, facts.context().threads));
+  // A constant W of one column of taps, tap-major for RunTapMajor (any X shape may take it).
+  std::shared_ptr<const std::vector<float>> taps;
+  if (w != nullptr && w->shape().size() == 4 && w->shape()[0] % a.group == 0 &&
+      w->shape()[3] == 1 && w->shape()[2] > 1) {
+    const auto ws = w->shape();
+    auto t = std::make_shared<std::vector<float>>(static_cast<size_t>(w->element_count()));
+    TapMajorWeights(w->data_as<float>().data(), a.group, ws[0] / a.group, ws[1], ws[2], t->data());
+    taps = std::move(t);
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<FastConvKernel>(
+      a, std::move(packed), std::move(taps), activation, facts.context().threads));
 }
 
 Result<std::unique_ptr<Kernel>> CreateConv(const ConvAttrs& a, const Facts& facts) {

@@ -151,6 +151,13 @@ std::vector<ConvSpec> ConvSpecs() {
       // at the top, bottom and either side, runs starting before X and ending after it.
       ConvSpec("rows_1x3_pad_lr", {1, 5, 20, 16}, {24, 5, 1, 3}).Pads(Dims{0, 1, 0, 1}),
       ConvSpec("rows_3x1_valid", {1, 6, 22, 16}, {20, 6, 3, 1}),
+      // One column of taps, no padding, width kept: one product per tap reading X in place
+      // (tap-major weights); grouped, batched, without bias, openWakeWord's own shape, and a
+      // bottom pad that sends it back to im2col.
+      ConvSpec("taps_3x1_oww", {1, 24, 74, 32}, {24, 24, 3, 1}),
+      ConvSpec("taps_5x1_grouped_batch2", {2, 8, 15, 7}, {12, 4, 5, 1}).Group(2).NoBias(),
+      ConvSpec("taps_2x1_one_row_out", {1, 3, 2, 40}, {5, 3, 2, 1}),
+      ConvSpec("taps_3x1_bottom_pad", {1, 6, 12, 16}, {20, 6, 3, 1}).Pads(Dims{0, 0, 1, 0}),
       ConvSpec("rows_3x3_pad_all", {2, 3, 14, 9}, {18, 3, 3, 3}).Pads(Dims{1, 1, 1, 1}),
       ConvSpec("rows_3x3_left_only", {1, 4, 12, 10}, {17, 4, 3, 3}).Pads(Dims{2, 2, 0, 0}),
       ConvSpec("rows_3x3_right_only", {1, 4, 12, 10}, {17, 4, 3, 3}).Pads(Dims{0, 0, 2, 2}),
