@@ -780,16 +780,17 @@ std::vector<fast::PackedB> PackConvWeights(const float* w, int64_t group, int64_
   return packed;
 }
 
-// W [group * mg][cg][kh][1] as [group][kh][mg][cg]: tap ky's weights of group gi, an mg x cg
-// matrix, at taps + (gi * kh + ky) * mg * cg (FastConvKernel::RunTapMajor).
-void TapMajorWeights(const float* w, int64_t group, int64_t mg, int64_t cg, int64_t kh,
+// W [group * mg][cg][taps] (its kernel one column or one row of taps) as [group][taps][mg][cg]:
+// tap t's weights of group gi, an mg x cg matrix, at taps + (gi * count + t) * mg * cg
+// (FastConvKernel::RunTapMajor and RunRowTaps).
+void TapMajorWeights(const float* w, int64_t group, int64_t mg, int64_t cg, int64_t count,
                      float* taps) {
   for (int64_t gi = 0; gi < group; ++gi) {
-    for (int64_t ky = 0; ky < kh; ++ky) {
+    for (int64_t t = 0; t < count; ++t) {
       for (int64_t m = 0; m < mg; ++m) {
-        const float* row = w + (gi * mg + m) * cg * kh + ky;
-        float* out = taps + ((gi * kh + ky) * mg + m) * cg;
-        for (int64_t c = 0; c < cg; ++c) out[c] = row[c * kh];
+        const float* row = w + (gi * mg + m) * cg * count + t;
+        float* out = taps + ((gi * count + t) * mg + m) * cg;
+        for (int64_t c = 0; c < cg; ++c) out[c] = row[c * count];
       }
     }
   }
@@ -1102,17 +1103,20 @@ class FastConvKernel final : public Kernel {
            g.ow == g.w && g.oh + g.kh - 1 <= g.h;
   }
 
+  // The tap-major weights: the constant W's, else `w` repacked into the thread's scratch slot 1.
+  Result<const float*> Taps(RunContext& ctx, const Conv2D& g, const float* w) const {
+    if (taps_ != nullptr) return taps_->data();
+    const int64_t floats = g.group * g.mg * g.k();
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
+    float* t = fast::ThreadScratch(1, static_cast<size_t>(floats));
+    TapMajorWeights(w, g.group, g.mg, g.cg, g.kk(), t);
+    return t;
+  }
+
   Status RunTapMajor(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
                      const float* b, float* y) const {
     const int64_t p = g.pixels();
-    const float* taps = taps_ != nullptr ? taps_->data() : nullptr;
-    if (taps == nullptr) {
-      const int64_t floats = g.group * g.mg * g.k();
-      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
-      float* t = fast::ThreadScratch(1, static_cast<size_t>(floats));
-      TapMajorWeights(w, g.group, g.mg, g.cg, g.kh, t);
-      taps = t;
-    }
+    IDEM_ASSIGN_OR_RETURN(const float* taps, Taps(ctx, g, w));
     for (int64_t n = 0; n < g.n; ++n) {
       for (int64_t gi = 0; gi < g.group; ++gi) {
         fast::Epilogue last;
@@ -1125,6 +1129,87 @@ class FastConvKernel final : public Kernel {
           fast::GemmUnpacked(taps + (gi * g.kh + ky) * g.mg * g.cg, g.cg, xg + ky * g.w,
                              g.in_plane(), yg, p, g.mg, p, g.cg, ky == 0 ? 0.0f : 1.0f,
                              ky + 1 == g.kh ? last : fast::Epilogue{}, threads_);
+        }
+      }
+    }
+    return {};
+  }
+
+  // One row of taps (kh == 1, kw > 1) at unit strides and dilation, padded to keep the width
+  // (openWakeWord's 1x3 layers; 1-D Convs too): tap kx of output q (row-major over the plane)
+  // reads X's plane at q + kx - pl, except where that crosses a row's end into padding. The
+  // columns [pl, pixels - pr), whose reads all stay inside the plane, are one product per tap
+  // reading X in place, as RunTapMajor; then the columns within pl of a row's start or pr of
+  // its end (some tap reads padding there, or the neighbouring row) are computed again from a
+  // small im2col of just those columns, padding as zeros, and written over. Both sum over
+  // (kx, c) the same way: every output gets the bits of the tap-major sum over X padded with
+  // zeros. Rows at least 8 times the pads wide: the recomputed edges then cost at most an eighth
+  // more products (narrower rows build their im2col in RunColumns).
+  static bool RowTaps(const Conv2D& g) {
+    return g.kh == 1 && g.kw > 1 && g.sh == 1 && g.sw == 1 && g.dw == 1 && g.pt == 0 &&
+           g.oh == g.h && g.ow == g.w && g.pl < g.kw && g.w >= 8 * (g.kw - 1);
+  }
+
+  Status RunRowTaps(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
+                    const float* b, float* y) const {
+    const int64_t p = g.pixels(), taps_count = g.kw, pl = g.pl, pr = g.kw - 1 - g.pl;
+    IDEM_ASSIGN_OR_RETURN(const float* taps, Taps(ctx, g, w));
+    // The edge columns of a row: ox < pl or ox >= w - pr.
+    ScratchVector<int64_t> edge_ox;
+    for (int64_t ox = 0; ox < g.w; ++ox) {
+      if (ox < pl || ox >= g.w - pr) edge_ox.push_back(ox);
+    }
+    const auto per_row = static_cast<int64_t>(edge_ox.size());
+    const int64_t edges = g.oh * per_row;
+    const int64_t edge_floats = (taps_count * g.cg + g.mg) * edges;
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(edge_floats) * sizeof(float)));
+    float* edge_cols = fast::ThreadScratch(2, static_cast<size_t>(taps_count * g.cg * edges));
+    float* edge_out = fast::ThreadScratch(3, static_cast<size_t>(g.mg * edges));
+    for (int64_t n = 0; n < g.n; ++n) {
+      for (int64_t gi = 0; gi < g.group; ++gi) {
+        fast::Epilogue last;
+        last.bias = b != nullptr ? b + gi * g.mg : nullptr;
+        last.bias_per_row = true;
+        last.activation = activation_;
+        const float* xg = x + (n * g.c + gi * g.cg) * g.in_plane();
+        float* yg = y + (n * g.m + gi * g.mg) * p;
+        auto tap_weights = [&](int64_t kx) { return taps + (gi * taps_count + kx) * g.mg * g.cg; };
+        auto epilogue = [&](int64_t kx) { return kx + 1 == taps_count ? last : fast::Epilogue{}; };
+        if (p - pr > pl) {
+          for (int64_t kx = 0; kx < taps_count; ++kx) {
+            fast::GemmUnpacked(tap_weights(kx), g.cg, xg + kx, g.in_plane(), yg + pl, p, g.mg,
+                               p - pr - pl, g.cg, kx == 0 ? 0.0f : 1.0f, epilogue(kx), threads_);
+          }
+        }
+        // The edge columns' im2col, per tap [cg][edges] (column oy * per_row + e), each run
+        // of a fixed (tap, channel, edge column) a strided copy down the rows, then their
+        // products.
+        for (int64_t kx = 0; kx < taps_count; ++kx) {
+          for (int64_t e = 0; e < per_row; ++e) {
+            const int64_t ix = edge_ox[static_cast<size_t>(e)] + kx - pl;
+            const bool inside = ix >= 0 && ix < g.w;
+            for (int64_t c = 0; c < g.cg; ++c) {
+              float* col = edge_cols + (kx * g.cg + c) * edges + e;
+              if (!inside) {
+                for (int64_t oy = 0; oy < g.oh; ++oy) col[oy * per_row] = 0.0f;
+                continue;
+              }
+              const float* src = xg + c * g.in_plane() + ix;
+              for (int64_t oy = 0; oy < g.oh; ++oy) col[oy * per_row] = src[oy * g.w];
+            }
+          }
+        }
+        for (int64_t kx = 0; kx < taps_count; ++kx) {
+          fast::GemmUnpacked(tap_weights(kx), g.cg, edge_cols + kx * g.cg * edges, edges, edge_out,
+                             edges, g.mg, edges, g.cg, kx == 0 ? 0.0f : 1.0f, epilogue(kx),
+                             threads_);
+        }
+        for (int64_t m = 0; m < g.mg; ++m) {
+          for (int64_t e = 0; e < per_row; ++e) {
+            float* dst = yg + m * p + edge_ox[static_cast<size_t>(e)];
+            const float* src = edge_out + m * edges + e;
+            for (int64_t oy = 0; oy < g.oh; ++oy) dst[oy * g.w] = src[oy * per_row];
+          }
         }
       }
     }
@@ -1153,6 +1238,7 @@ class FastConvKernel final : public Kernel {
       return {};
     }
     if (TapMajor(g)) return RunTapMajor(ctx, g, x, w, b, y);
+    if (RowTaps(g)) return RunRowTaps(ctx, g, x, w, b, y);
     // Blocks of output rows whose columns fill about kFastColumnFloats (at least one row).
     const int64_t block_rows =
         std::clamp<int64_t>(kFastColumnFloats / std::max<int64_t>(1, k * g.ow), 1, g.oh);
@@ -1240,11 +1326,15 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
   }
   // A constant W of one column of taps, tap-major for RunTapMajor (any X shape may take it).
   std::shared_ptr<const std::vector<float>> taps;
-  if (w != nullptr && w->shape().size() == 4 && w->shape()[0] % a.group == 0 &&
-      w->shape()[3] == 1 && w->shape()[2] > 1) {
+  // (Not for one input channel per group: those run depthwise or through the pixel path.)
+  if (w != nullptr && w->shape()[0] % a.group == 0 && w->shape()[1] > 1 &&
+      ((w->shape().size() == 4 && (w->shape()[2] == 1) != (w->shape()[3] == 1)) ||
+       (w->shape().size() == 3 && w->shape()[2] > 1))) {
     const auto ws = w->shape();
+    const int64_t taps_count = ws.size() == 4 ? ws[2] * ws[3] : ws[2];
     auto t = std::make_shared<std::vector<float>>(static_cast<size_t>(w->element_count()));
-    TapMajorWeights(w->data_as<float>().data(), a.group, ws[0] / a.group, ws[1], ws[2], t->data());
+    TapMajorWeights(w->data_as<float>().data(), a.group, ws[0] / a.group, ws[1], taps_count,
+                    t->data());
     taps = std::move(t);
   }
   return std::unique_ptr<Kernel>(std::make_unique<FastConvKernel>(

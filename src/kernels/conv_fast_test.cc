@@ -158,6 +158,14 @@ std::vector<ConvSpec> ConvSpecs() {
       ConvSpec("taps_5x1_grouped_batch2", {2, 8, 15, 7}, {12, 4, 5, 1}).Group(2).NoBias(),
       ConvSpec("taps_2x1_one_row_out", {1, 3, 2, 40}, {5, 3, 2, 1}),
       ConvSpec("taps_3x1_bottom_pad", {1, 6, 12, 16}, {20, 6, 3, 1}).Pads(Dims{0, 0, 1, 0}),
+      // One row of taps padded to keep the width: the inner columns read X in place, the ones
+      // within the pads of a row's ends again from their own im2col (openWakeWord's 1x3,
+      // uneven pads, grouped, 1-D; rows under 8 times the pads wide build the whole im2col).
+      ConvSpec("taps_1x3_oww", {1, 24, 36, 16}, {48, 24, 1, 3}).Pads(Dims{0, 1, 0, 1}),
+      ConvSpec("taps_1x5_pad_left3", {1, 5, 9, 36}, {7, 5, 1, 5}).Pads(Dims{0, 3, 0, 1}),
+      ConvSpec("taps_1x3_grouped", {2, 6, 8, 20}, {9, 2, 1, 3}).Group(3).Pads(Dims{0, 2, 0, 0}),
+      ConvSpec("taps_1x3_narrow_rows_im2col", {1, 4, 17, 15}, {6, 4, 1, 3}).Pads(Dims{0, 1, 0, 1}),
+      ConvSpec("taps_1d_row", {2, 6, 40}, {5, 6, 3}).Pads(Dims{1, 1}).NoBias(),
       ConvSpec("rows_3x3_pad_all", {2, 3, 14, 9}, {18, 3, 3, 3}).Pads(Dims{1, 1, 1, 1}),
       ConvSpec("rows_3x3_left_only", {1, 4, 12, 10}, {17, 4, 3, 3}).Pads(Dims{2, 2, 0, 0}),
       ConvSpec("rows_3x3_right_only", {1, 4, 12, 10}, {17, 4, 3, 3}).Pads(Dims{0, 0, 2, 2}),
