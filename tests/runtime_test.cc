@@ -456,8 +456,6 @@ TEST(SessionTest, PathWithNulIsRefusedNotTruncated) {
 namespace idem {
 namespace {
 
-// Constant -> Identity -> output: the Constant is folded at planning, so a run executes no step
-// and returns the attribute's value itself; with folding off the general path gives the same.
 // An Identity the planner erases (its output becomes the input's value, without inference or a
 // kernel) is checked exactly as one it keeps: the same errors, word for word, for a declared
 // output of another type, an input its version does not accept and an unknown attribute.
@@ -506,6 +504,8 @@ TEST(SessionTest, ErasedIdentityIsCheckedAsAKeptOne) {
   }
 }
 
+// Constant -> Identity -> output: the Constant is folded at planning, so a run executes no step
+// and returns the attribute's value itself; with folding off the general path gives the same.
 TEST(ConstantFoldingTest, ConstantsAreFoldedAtPlanning) {
   onnx::ModelProto m = testing::EmptyModel(16, 8);
   auto* g = m.mutable_graph();

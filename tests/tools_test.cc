@@ -1,5 +1,6 @@
 // Tools layer: the .npy reader (a hand parser of numpy's header dict) and the all-or-nothing
 // writer behind `idem run --output-dir`.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -369,7 +370,20 @@ TEST(BenchToolTest, ShapedTypesAgreeWithTheDeclaration) {
                 "use --input input=FILE");
   EXPECT_STATUS(ShapedType({"any", Type::Tensor(ElementType::kFloat)},
                            std::vector<int64_t>(4, 2147483647), limits),
-                StatusCode::kResourceExhausted, "is over 2^64 elements");
+                StatusCode::kResourceExhausted, "is over 2^63 - 1 elements");
+  // A zero dim empties the tensor whatever the others are, in any order, and it is generated;
+  // the other dims' product must still fit int64, as for every tensor idem makes.
+  for (const std::vector<int64_t>& empty :
+       {std::vector<int64_t>{0, 2147483647}, std::vector<int64_t>{2147483647, 0}}) {
+    type = ShapedType({"any", Type::Tensor(ElementType::kFloat)}, empty, limits);
+    ASSERT_TRUE(type.ok()) << type.status().message();
+    auto value = GenerateValue(*type, 1);
+    ASSERT_TRUE(value.ok()) << value.status().message();
+    EXPECT_EQ(value->tensor().element_count(), 0);
+  }
+  EXPECT_STATUS(ShapedType({"any", Type::Tensor(ElementType::kFloat)},
+                           {0, 2147483647, 2147483647, 2147483647}, limits),
+                StatusCode::kResourceExhausted, "is over 2^63 - 1 elements");
   type = ShapedType({"input", unnamed}, {4096, 4096}, limits);  // exactly the cap
   ASSERT_TRUE(type.ok()) << type.status().message();
   static_assert(kMaxGeneratedElements == uint64_t{4096} * 4096);
@@ -378,6 +392,11 @@ TEST(BenchToolTest, ShapedTypesAgreeWithTheDeclaration) {
   small.max_tensor_bytes = 1024;
   EXPECT_STATUS(ShapedType({"input", unnamed}, {1, 512}, small), StatusCode::kResourceExhausted,
                 "1x512 is 2048 bytes, over the session's limit of 1024 (Limits::max_tensor_bytes)");
+  // Strings count as one std::string each.
+  EXPECT_STATUS(
+      ShapedType({"text", Type::Tensor(ElementType::kString)}, {64}, small),
+      StatusCode::kResourceExhausted,
+      fmt::format("64 is {} bytes, over the session's limit of 1024", 64 * sizeof(std::string)));
   small.max_elements = 100;
   EXPECT_STATUS(ShapedType({"input", unnamed}, {1, 512}, small), StatusCode::kResourceExhausted,
                 "over the 100 a generated input may have");

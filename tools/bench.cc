@@ -270,31 +270,35 @@ Result<Type> ShapedType(const ValueInfo& info, const std::vector<int64_t>& shape
           fmt::format("invalid dims ({}): {}", FormatShape(shape), fmt::join(wrong, "; ")));
     }
   }
-  // The element count, checked before anything is allocated (a zero dim makes it 0 whatever the
-  // others are; nullopt: over 2^64).
+  // The element count, checked before anything is allocated: 0 with a zero dim, else the
+  // product (nullopt: over 2^63 - 1). The non-zero dims' product must fit int64 either way, as for
+  // any tensor idem makes (CheckedElementCount).
   std::optional<uint64_t> count = 1;
-  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) {
-    count = 0;
-  } else {
-    for (int64_t d : shape) {
-      uint64_t product = 0;
-      if (__builtin_mul_overflow(*count, static_cast<uint64_t>(d), &product)) {
-        count.reset();
-        break;
-      }
-      count = product;
+  for (int64_t d : shape) {
+    uint64_t product = 0;
+    if (d == 0) continue;
+    if (__builtin_mul_overflow(*count, static_cast<uint64_t>(d), &product) ||
+        product > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      count.reset();
+      break;
     }
+    count = product;
   }
+  if (count && std::find(shape.begin(), shape.end(), 0) != shape.end()) count = 0;
   const uint64_t max_elements = std::min(kMaxGeneratedElements, limits.max_elements);
   if (!count || *count > max_elements) {
     return error(StatusCode::kResourceExhausted,
                  fmt::format("{} is {} elements, over the {} a generated input may have; use "
                              "--input {}=FILE",
                              FormatShape(shape),
-                             count ? fmt::format("{}", *count) : std::string("over 2^64"),
+                             count ? fmt::format("{}", *count) : std::string("over 2^63 - 1"),
                              max_elements, EscapeText(info.name)));
   }
-  const std::optional<uint64_t> bytes = PackedByteSize(info.type.element_type(), *count);
+  // Strings have no packed size: each generated one is counted as a std::string (its few
+  // characters fit in place).
+  const std::optional<uint64_t> bytes = info.type.element_type() == ElementType::kString
+                                            ? std::optional<uint64_t>(*count * sizeof(std::string))
+                                            : PackedByteSize(info.type.element_type(), *count);
   if (bytes && *bytes > limits.max_tensor_bytes) {
     return error(
         StatusCode::kResourceExhausted,

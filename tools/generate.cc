@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -43,14 +44,17 @@ int SmallIntegerWidth(ElementType type) {
 
 Result<Value> GenerateTensor(const Type& type, uint64_t seed) {
   const std::vector<int64_t> shape = ShapeOf(type);
-  uint64_t count = 1;
+  // A zero dim makes the tensor empty whatever the others are (they are bounded by the checked
+  // element count when it is made).
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  uint64_t count = empty ? 0 : 1;
   for (int64_t d : shape) {
-    if (d < 0 || (d != 0 && count > kMaxGeneratedElements / static_cast<uint64_t>(d))) {
+    if (d < 0 || (!empty && count > kMaxGeneratedElements / static_cast<uint64_t>(d))) {
       return Status(StatusCode::kResourceExhausted,
                     fmt::format("generated input of shape too large ({} elements max)",
                                 kMaxGeneratedElements));
     }
-    count *= static_cast<uint64_t>(d);
+    if (!empty) count *= static_cast<uint64_t>(d);
   }
   if (IsStringType(type.element_type())) {
     std::vector<std::string> strings;
