@@ -1103,6 +1103,16 @@ class FastConvKernel final : public Kernel {
            g.ow == g.w && g.oh + g.kh - 1 <= g.h;
   }
 
+  // The epilogue of group gi's product (weights as A): its bias per output channel, then the
+  // fused activation.
+  fast::Epilogue GroupEpilogue(const Conv2D& g, const float* b, int64_t gi) const {
+    fast::Epilogue ep;
+    ep.bias = b != nullptr ? b + gi * g.mg : nullptr;
+    ep.bias_per_row = true;
+    ep.activation = activation_;
+    return ep;
+  }
+
   // The tap-major weights: the constant W's, else `w` repacked into the thread's scratch slot 1.
   Result<const float*> Taps(RunContext& ctx, const Conv2D& g, const float* w) const {
     if (taps_ != nullptr) return taps_->data();
@@ -1119,10 +1129,7 @@ class FastConvKernel final : public Kernel {
     IDEM_ASSIGN_OR_RETURN(const float* taps, Taps(ctx, g, w));
     for (int64_t n = 0; n < g.n; ++n) {
       for (int64_t gi = 0; gi < g.group; ++gi) {
-        fast::Epilogue last;
-        last.bias = b != nullptr ? b + gi * g.mg : nullptr;
-        last.bias_per_row = true;
-        last.activation = activation_;
+        const fast::Epilogue last = GroupEpilogue(g, b, gi);
         const float* xg = x + (n * g.c + gi * g.cg) * g.in_plane();
         float* yg = y + (n * g.m + gi * g.mg) * p;
         for (int64_t ky = 0; ky < g.kh; ++ky) {
@@ -1167,10 +1174,7 @@ class FastConvKernel final : public Kernel {
     float* edge_out = fast::ThreadScratch(3, static_cast<size_t>(g.mg * edges));
     for (int64_t n = 0; n < g.n; ++n) {
       for (int64_t gi = 0; gi < g.group; ++gi) {
-        fast::Epilogue last;
-        last.bias = b != nullptr ? b + gi * g.mg : nullptr;
-        last.bias_per_row = true;
-        last.activation = activation_;
+        const fast::Epilogue last = GroupEpilogue(g, b, gi);
         const float* xg = x + (n * g.c + gi * g.cg) * g.in_plane();
         float* yg = y + (n * g.m + gi * g.mg) * p;
         auto tap_weights = [&](int64_t kx) { return taps + (gi * taps_count + kx) * g.mg * g.cg; };
@@ -1219,13 +1223,7 @@ class FastConvKernel final : public Kernel {
   Status RunColumns(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
                     const float* b, float* y) const {
     const int64_t k = g.k(), p = g.pixels();
-    auto epilogue = [&](int64_t gi) {
-      fast::Epilogue ep;
-      ep.bias = b != nullptr ? b + gi * g.mg : nullptr;
-      ep.bias_per_row = true;
-      ep.activation = activation_;
-      return ep;
-    };
+    auto epilogue = [&](int64_t gi) { return GroupEpilogue(g, b, gi); };
     if (g.pointwise()) {
       // X itself is the columns: one product per (batch, group), split by the GEMM.
       for (int64_t n = 0; n < g.n; ++n) {
