@@ -10,6 +10,11 @@
 //   NODE_PATH=.../node_modules node bench/ort/ort_models.js MODELS_DIR /tmp/inputs > ort.json
 //
 // Prints {row: median ns per run} as JSON (bench/compare_models.py reads it); progress on stderr.
+//
+//   PEAK_RSS=ROW node bench/ort/ort_models.js MODELS_DIR /tmp/inputs
+// instead loads ROW's model (one thread) and runs it 100 times, as `idem_model_bench --peak_rss`,
+// then prints the process's peak RSS and, beside it, the peak before the session was created
+// (Node with onnxruntime-node loaded): ORT's own share is the difference. Run once per process.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -105,7 +110,22 @@ async function runner(model, feeds, carried, threads) {
   };
 }
 
+async function peakRss(rowName) {
+  const row = ROWS.find((r) => r[0] === rowName);
+  if (!row) throw new Error(`PEAK_RSS: no row ${rowName}`);
+  const [, model, feeds, carried] = row;
+  const before = process.resourceUsage().maxRSS;  // KiB
+  const run = await runner(model, feeds, carried, 1);
+  for (let i = 0; i < 100; ++i) await run();
+  const peak = process.resourceUsage().maxRSS;
+  const mib = (kib) => (kib / 1024).toFixed(1);
+  console.log(`ort_peak_rss/${model}: ${mib(peak)} MiB (load + 100 runs, maxRSS); ` +
+              `node + onnxruntime-node before the session: ${mib(before)} MiB; ` +
+              `difference ${mib(peak - before)} MiB`);
+}
+
 async function main() {
+  if (process.env.PEAK_RSS) return peakRss(process.env.PEAK_RSS);
   const out = {};
   const record = (name, ns) => {
     out[name] = ns;
