@@ -174,11 +174,13 @@ test('@gutenye/ocr-node reads an image on idem as on onnxruntime-node', async (t
   try {
     let reason = null;
     if (!ortPath) reason = 'onnxruntime-node 1.30 not installed';
-    for (const tool of ['convert', 'npm']) {
-      if (!reason && sh('sh', ['-c', `command -v ${tool}`]).status !== 0) {
-        reason = `${tool} not installed`;
-      }
+    // Debian's ImageMagick is /usr/bin/convert; an earlier `convert` on PATH may be something
+    // else (this machine's image has a PNG-only stand-in), so it is asked what it is.
+    const convert = fs.existsSync('/usr/bin/convert') ? '/usr/bin/convert' : 'convert';
+    if (!reason && !/ImageMagick/.test(sh(convert, ['-version']).stdout || '')) {
+      reason = 'ImageMagick not installed';
     }
+    if (!reason && sh('sh', ['-c', 'command -v npm']).status !== 0) reason = 'npm not installed';
     if (!reason) {
       fs.writeFileSync(path.join(dir, 'package.json'), '{"name": "ocr-client", "private": true}');
       const r = sh('npm', ['install', '--ignore-scripts', '--no-audit', '--no-fund', '--silent',
@@ -191,7 +193,7 @@ test('@gutenye/ocr-node reads an image on idem as on onnxruntime-node', async (t
       return;
     }
     const image = path.join(dir, 'text.png');
-    const r = sh('convert', ['-size', '900x200', 'xc:white', '-font', 'DejaVu-Sans', '-pointsize',
+    const r = sh(convert, ['-size', '900x200', 'xc:white', '-font', 'DejaVu-Sans', '-pointsize',
                              '40', '-fill', 'black', '-annotate', '+30+80',
                              'Hello idem runtime 2026', '-annotate', '+30+160',
                              'PaddleOCR on Node.js', image]);
