@@ -367,11 +367,16 @@ class KernelOps:
         d = v.shape[axis]
         if d == 0:
             return
+        a = axis % r
+        if v.elem == TP.STRING and int(np.prod(v.shape[a + 1:])) > 1:
+            # ONNX Runtime 1.30 gathers strings wrongly when a slice holds more than one: only
+            # each slice's first string is copied, the others come back empty (seed 6375802068:
+            # data [2,1,2], axis 1). idem gives the spec's result; a live seed must not hit this.
+            return
         ishape = self.random_shape(2)
         idx = self.rng.integers(-d, d, size=int(np.prod(ishape)) if ishape else 1)
         it = self.pick([TP.INT64, TP.INT32])
         ind = self.const(g, it, ishape, idx.astype(NP[it]).reshape(ishape))
-        a = axis % r
         o = self.out(g, v.elem, v.shape[:a] + tuple(ishape) + v.shape[a + 1:])
         self.node(g, "Gather", [x, ind], [o], axis=axis)
 
