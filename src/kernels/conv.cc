@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -38,6 +39,7 @@
 #include "src/kernels/dispatch.h"
 #include "src/kernels/fast/packed_gemm.h"
 #include "src/kernels/fast/thread_pool.h"
+#include "src/kernels/fast/winograd.h"
 #include "src/kernels/gemm.h"
 #include "src/kernels/op.h"
 
@@ -744,6 +746,12 @@ class ConvKernel final : public Kernel {
 //     zero-padded input;
 //   few output pixels (P < kPixelPath, Silero's 1-4 frames): the pixels' patches (P x K) times
 //     W_g^T packed once at Create (K x Mg), stored transposed straight into NCHW;
+//   one row or one column of 3 taps at unit stride (openWakeWord's 1x3 and 3x1 Convs, at least
+//     kWinogradChannels channels in and out): Winograd F(4, 3) (fast/winograd.h), 6 products of
+//     the transformed weights (at Create when W is constant) by the transformed input tiles, in
+//     blocks of tiles. Half the multiply-adds, and other roundings: these outputs are not the
+//     bits of the chain above (within 1e-7 of the sum of |w x| over their terms), but still the
+//     same bits on every run, target and thread count;
 //   otherwise: W_g (Mg x K, as stored) times the im2col columns (K x P, or X itself for a 1x1
 //     stride-1 unpadded Conv), in blocks of output rows, each block one product.
 // Other element types and spatial ranks run the reference kernel.
@@ -754,6 +762,13 @@ class ConvKernel final : public Kernel {
 constexpr int64_t kPixelPath = 32;
 // About how many floats one im2col block holds (its rows x pixels): 512 KiB, cache-sized.
 constexpr int64_t kFastColumnFloats = int64_t{1} << 17;
+// Winograd needs this many channels in and out per group to pay for its transforms (which cost
+// about what 2-3 multiply-adds per tile and channel do), and a tap axis at most this long (the
+// tile counts stay far inside float's exact integers).
+constexpr int64_t kWinogradChannels = 8;
+constexpr int64_t kWinogradMaxLine = int64_t{1} << 20;
+// About how many floats one block of Winograd tiles holds (its transformed inputs and products).
+constexpr int64_t kWinogradBlockFloats = int64_t{1} << 17;
 
 // The 2-D view of a 1-D or 2-D Conv (a 1-D one has height 1).
 struct Conv2D {
@@ -769,6 +784,69 @@ struct Conv2D {
     return kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w;
   }
 };
+
+// The 2-D view of a Conv of rank 3 or 4 whose output shape (and axes) ConvShape gave.
+Conv2D MakeConv2D(const ConvAttrs& a, std::span<const int64_t> xs, std::span<const int64_t> ws,
+                  std::span<const int64_t> shape, std::span<const Axis> axes) {
+  const size_t rank = xs.size();
+  Conv2D g;
+  g.n = shape[0];
+  g.c = xs[1];
+  g.m = shape[1];
+  g.group = a.group;
+  g.cg = g.c / g.group;
+  g.mg = g.m / g.group;
+  const size_t last = rank - 3;  // the width axis
+  g.w = xs[rank - 1];
+  g.kw = ws[rank - 1];
+  g.sw = At(a.strides, last, 1);
+  g.dw = At(a.dilations, last, 1);
+  g.pl = axes[last].pad_begin;
+  g.ow = shape[rank - 1];
+  if (rank == 4) {
+    g.h = xs[2];
+    g.kh = ws[2];
+    g.sh = At(a.strides, 0, 1);
+    g.dh = At(a.dilations, 0, 1);
+    g.pt = axes[0].pad_begin;
+    g.oh = shape[2];
+  }
+  return g;
+}
+
+// The Winograd view of a Conv (fast/winograd.h), or nullopt when it does not take that path:
+// 3 taps along the width (padded to keep it, a multiple of 4) or down the height (no padding
+// across the width, any padding above and below), unit strides and dilations.
+std::optional<fast::WinogradPlanes> WinogradGeometry(const Conv2D& g) {
+  if (g.cg < kWinogradChannels || g.mg < kWinogradChannels || g.sh != 1 || g.sw != 1 || g.dh != 1 ||
+      g.dw != 1 || g.w > kWinogradMaxLine || g.h > kWinogradMaxLine || g.oh > kWinogradMaxLine) {
+    return std::nullopt;
+  }
+  fast::WinogradPlanes p;
+  p.h = g.h;
+  p.w = g.w;
+  if (g.kh == 1 && g.kw == 3 && g.pt == 0 && g.oh == g.h && g.ow == g.w && g.w % 4 == 0) {
+    p.along_rows = true;
+    p.oh = g.h;
+    p.pad = g.pl;
+    return p;
+  }
+  if (g.kw == 1 && g.kh == 3 && g.pl == 0 && g.ow == g.w && g.pt <= 2) {
+    p.along_rows = false;
+    p.oh = g.oh;
+    p.pad = g.pt;
+    return p;
+  }
+  return std::nullopt;
+}
+
+// W [group * mg][cg][3 taps] transformed per group for Winograd: group gi's 6 x mg x cg floats
+// at u + gi * 6 * mg * cg.
+void WinogradWeights(const float* w, int64_t group, int64_t mg, int64_t cg, float* u) {
+  for (int64_t gi = 0; gi < group; ++gi) {
+    fast::WinogradFilters(w + gi * mg * cg * 3, mg, cg, u + gi * fast::kWinogradPoints * mg * cg);
+  }
+}
 
 // W_g^T (K x Mg) packed for the pixel path, per group.
 std::vector<fast::PackedB> PackConvWeights(const float* w, int64_t group, int64_t mg, int64_t k) {
@@ -947,11 +1025,13 @@ void FastPhasePlanes(const Conv2D& g, const float* xc, float* planes) {
 class FastConvKernel final : public Kernel {
  public:
   FastConvKernel(ConvAttrs attrs, std::shared_ptr<const std::vector<fast::PackedB>> packed,
-                 std::shared_ptr<const std::vector<float>> taps, fast::Activation activation,
+                 std::shared_ptr<const std::vector<float>> taps,
+                 std::shared_ptr<const std::vector<float>> winograd, fast::Activation activation,
                  const fast::TaskRunner* threads)
       : attrs_(attrs),
         packed_(std::move(packed)),
         taps_(std::move(taps)),
+        winograd_(std::move(winograd)),
         activation_(activation),
         threads_(threads),
         reference_(std::move(attrs), nullptr) {}
@@ -977,28 +1057,7 @@ class FastConvKernel final : public Kernel {
     ScratchVector<Axis> axes;
     IDEM_ASSIGN_OR_RETURN(Ints shape, ConvShape<int64_t>(attrs_, x.shape(), w.shape(), bs, &axes));
     IDEM_RETURN_IF_ERROR(CheckConvWork<int64_t>(attrs_, x.shape(), w.shape(), shape, ctx.limits()));
-    Conv2D g;
-    g.n = shape[0];
-    g.c = x.shape()[1];
-    g.m = shape[1];
-    g.group = attrs_.group;
-    g.cg = g.c / g.group;
-    g.mg = g.m / g.group;
-    const size_t last = rank - 3;  // the width axis
-    g.w = x.shape()[rank - 1];
-    g.kw = w.shape()[rank - 1];
-    g.sw = At(attrs_.strides, last, 1);
-    g.dw = At(attrs_.dilations, last, 1);
-    g.pl = axes[last].pad_begin;
-    g.ow = shape[rank - 1];
-    if (rank == 4) {
-      g.h = x.shape()[2];
-      g.kh = w.shape()[2];
-      g.sh = At(attrs_.strides, 0, 1);
-      g.dh = At(attrs_.dilations, 0, 1);
-      g.pt = axes[0].pad_begin;
-      g.oh = shape[2];
-    }
+    const Conv2D g = MakeConv2D(attrs_, x.shape(), w.shape(), shape, axes);
     float* y = nullptr;
     IDEM_ASSIGN_OR_RETURN(outputs[0],
                           AllocateTensorForOverwriteAs(ctx, ElementType::kFloat, shape, &y));
@@ -1006,7 +1065,10 @@ class FastConvKernel final : public Kernel {
     const float* px = x.data_as<float>().data();
     const float* pw = w.data_as<float>().data();
     const float* pb = b != nullptr ? b->data_as<float>().data() : nullptr;
-    if (g.cg == 1 && !(g.mg > 1 && g.pixels() < kPixelPath)) {
+    // One input channel per group: depthwise, except one group of many outputs (openWakeWord's
+    // first 3x3 Conv: 1 channel in, 24 out), a product of the weights by its im2col columns
+    // (K = kh * kw), with the same bits.
+    if (g.cg == 1 && !(g.mg > 1 && g.pixels() < kPixelPath) && !(g.group == 1 && g.mg >= 16)) {
       return RunDepthwise(ctx, g, px, pw, pb, y);
     }
     // A pointwise Conv reads X in place as the columns, unless so few pixels would leave most
@@ -1220,6 +1282,63 @@ class FastConvKernel final : public Kernel {
     return {};
   }
 
+  // Winograd F(4, 3) over blocks of tiles, each block transformed, multiplied (6 products of
+  // the group's transformed weights by the block's transformed tiles) and transformed back on
+  // one thread (the bias and fused activation in the output transform); the blocks split over
+  // the threads.
+  Status RunWinograd(RunContext& ctx, const Conv2D& g, const fast::WinogradPlanes& planes,
+                     const float* x, const float* w, const float* b, float* y) const {
+    constexpr int64_t kPoints = fast::kWinogradPoints;
+    const float* u = winograd_ != nullptr ? winograd_->data() : nullptr;
+    if (u == nullptr) {
+      const int64_t floats = kPoints * g.group * g.mg * g.cg;
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
+      float* t = fast::ThreadScratch(1, static_cast<size_t>(floats));
+      WinogradWeights(w, g.group, g.mg, g.cg, t);
+      u = t;
+    }
+    const int64_t tiles = planes.tiles();
+    // Blocks of about kWinogradBlockFloats of transformed tiles and products, of equal sizes in
+    // whole units: 48 tiles (whole register tiles of the product: 3 vectors of 16) along rows;
+    // whole rows of tiles down columns, in 48s where a few rows make them.
+    const int64_t wanted = std::max<int64_t>(1, kWinogradBlockFloats / (kPoints * (g.cg + g.mg)));
+    int64_t unit = 48;
+    if (!planes.along_rows) {
+      const int64_t lcm = std::lcm(planes.w, int64_t{48});
+      unit = lcm <= std::max<int64_t>(wanted, 96) ? lcm : planes.w;
+    }
+    int64_t blocks = std::max<int64_t>(1, (tiles + wanted - 1) / wanted);
+    const int64_t per_block = (tiles + blocks - 1) / blocks;
+    const int64_t block =
+        std::min((per_block + unit - 1) / unit * unit, (tiles + unit - 1) / unit * unit);
+    blocks = (tiles + block - 1) / block;
+    const int64_t ld = (block + 15) / 16 * 16;
+    const int64_t v_floats = kPoints * g.cg * ld + ld + 16, m_floats = kPoints * g.mg * ld;
+    IDEM_RETURN_IF_ERROR(
+        ctx.CheckAllocation(static_cast<uint64_t>(v_floats + m_floats) * sizeof(float)));
+    fast::ParallelFor(
+        threads_, g.n * g.group * blocks, Fmas(g) / 2, [&](int64_t begin, int64_t end) {
+          float* v = fast::ThreadScratch(2, static_cast<size_t>(v_floats));
+          float* lane_t = v + kPoints * g.cg * ld;
+          float* products = fast::ThreadScratch(3, static_cast<size_t>(m_floats));
+          for (int64_t item = begin; item < end; ++item) {
+            const int64_t n = item / (g.group * blocks);
+            const int64_t gi = item / blocks % g.group;
+            const int64_t g0 = item % blocks * block, g1 = std::min(tiles, g0 + block);
+            fast::WinogradInput(planes, x + (n * g.c + gi * g.cg) * g.in_plane(), g.cg, g0, g1, v,
+                                ld, lane_t);
+            const float* ug = u + gi * kPoints * g.mg * g.cg;
+            for (int64_t xi = 0; xi < kPoints; ++xi) {
+              fast::GemmUnpacked(ug + xi * g.mg * g.cg, g.cg, v + xi * g.cg * ld, ld,
+                                 products + xi * g.mg * ld, ld, g.mg, g1 - g0, g.cg);
+            }
+            fast::WinogradOutput(planes, products, ld, g.mg, b != nullptr ? b + gi * g.mg : nullptr,
+                                 activation_, g0, g1, y + (n * g.m + gi * g.mg) * g.pixels());
+          }
+        });
+    return {};
+  }
+
   Status RunColumns(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
                     const float* b, float* y) const {
     const int64_t k = g.k(), p = g.pixels();
@@ -1234,6 +1353,13 @@ class FastConvKernel final : public Kernel {
         }
       }
       return {};
+    }
+    if (auto planes = WinogradGeometry(g)) {
+      // Huge or non-finite values (X, or a fed W) take the direct path: see WinogradBounded.
+      if (fast::WinogradBounded(x, g.n * g.c * g.in_plane()) &&
+          (winograd_ != nullptr || fast::WinogradBounded(w, g.m * g.k()))) {
+        return RunWinograd(ctx, g, *planes, x, w, b, y);
+      }
     }
     if (TapMajor(g)) return RunTapMajor(ctx, g, x, w, b, y);
     if (RowTaps(g)) return RunRowTaps(ctx, g, x, w, b, y);
@@ -1262,7 +1388,8 @@ class FastConvKernel final : public Kernel {
 
   ConvAttrs attrs_;
   std::shared_ptr<const std::vector<fast::PackedB>> packed_;  // W_g^T per group, or null
-  std::shared_ptr<const std::vector<float>> taps_;  // a constant W tap-major (TapMajorWeights)
+  std::shared_ptr<const std::vector<float>> taps_;      // a constant W tap-major (TapMajorWeights)
+  std::shared_ptr<const std::vector<float>> winograd_;  // a constant W for Winograd, or null
   fast::Activation activation_;
   const fast::TaskRunner* threads_;
   ConvKernel<float> reference_;  // other ranks
@@ -1295,6 +1422,8 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
     return std::unique_ptr<Kernel>(std::make_unique<ConvKernel<float>>(a, true, transposed));
   }
   std::shared_ptr<const std::vector<fast::PackedB>> packed;
+  // With X's shape known: whether every run takes the Winograd path (then no tap-major copy).
+  bool winograd_always = false;
   if (w != nullptr && (w->shape().size() == 3 || w->shape().size() == 4) &&
       w->shape()[0] % a.group == 0) {
     const auto ws = w->shape();
@@ -1310,8 +1439,13 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
         bshape = *b;
         bs = std::span<const int64_t>(bshape);
       }
-      auto out = ConvShape<int64_t>(a, *xs, ws, bs);
-      if (out.ok()) pixels = Product(std::span<const int64_t>(*out).subspan(2));
+      ScratchVector<Axis> axes;
+      auto out = ConvShape<int64_t>(a, *xs, ws, bs, &axes);
+      if (out.ok()) {
+        pixels = Product(std::span<const int64_t>(*out).subspan(2));
+        winograd_always = *pixels >= kPixelPath && xs->size() == ws.size() &&
+                          WinogradGeometry(MakeConv2D(a, *xs, ws, *out, axes)).has_value();
+      }
     }
     const bool depthwise = ws[1] == 1 && mg == 1;
     if (!depthwise && mg >= 16 && (!pixels || *pixels < kPixelPath) && k > 0) {
@@ -1322,10 +1456,25 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
       }
     }
   }
+  // A constant W of 3 taps in one row or column, transformed for Winograd.
+  std::shared_ptr<const std::vector<float>> winograd;
+  if (w != nullptr && w->shape()[0] % a.group == 0 && w->shape()[1] >= kWinogradChannels &&
+      w->shape()[0] / a.group >= kWinogradChannels &&
+      w->element_count() == w->shape()[0] * w->shape()[1] * 3) {
+    const auto ws = w->shape();
+    // (Not for huge or non-finite weights: those runs take the direct path.)
+    if (fast::WinogradBounded(w->data_as<float>().data(), w->element_count())) {
+      auto u = std::make_shared<std::vector<float>>(
+          static_cast<size_t>(fast::kWinogradPoints * ws[0] * ws[1]));
+      WinogradWeights(w->data_as<float>().data(), a.group, ws[0] / a.group, ws[1], u->data());
+      winograd = std::move(u);
+    }
+  }
   // A constant W of one column of taps, tap-major for RunTapMajor (any X shape may take it).
   std::shared_ptr<const std::vector<float>> taps;
   // (Not for one input channel per group: those run depthwise or through the pixel path.)
-  if (w != nullptr && w->shape()[0] % a.group == 0 && w->shape()[1] > 1 &&
+  if (w != nullptr && !(winograd != nullptr && winograd_always) && w->shape()[0] % a.group == 0 &&
+      w->shape()[1] > 1 &&
       ((w->shape().size() == 4 && (w->shape()[2] == 1) != (w->shape()[3] == 1)) ||
        (w->shape().size() == 3 && w->shape()[2] > 1))) {
     const auto ws = w->shape();
@@ -1335,8 +1484,9 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
                     t->data());
     taps = std::move(t);
   }
-  return std::unique_ptr<Kernel>(std::make_unique<FastConvKernel>(
-      a, std::move(packed), std::move(taps), activation, facts.context().threads));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<FastConvKernel>(a, std::move(packed), std::move(taps), std::move(winograd),
+                                       activation, facts.context().threads));
 }
 
 Result<std::unique_ptr<Kernel>> CreateConv(const ConvAttrs& a, const Facts& facts) {

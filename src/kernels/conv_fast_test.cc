@@ -10,6 +10,8 @@
 // reference kernel's bits.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -166,6 +168,22 @@ std::vector<ConvSpec> ConvSpecs() {
       ConvSpec("taps_1x3_grouped", {2, 6, 8, 20}, {9, 2, 1, 3}).Group(3).Pads(Dims{0, 2, 0, 0}),
       ConvSpec("taps_1x3_narrow_rows_im2col", {1, 4, 17, 15}, {6, 4, 1, 3}).Pads(Dims{0, 1, 0, 1}),
       ConvSpec("taps_1d_row", {2, 6, 40}, {5, 6, 3}).Pads(Dims{1, 1}).NoBias(),
+      // Winograd F(4, 3) (3 taps in one row or column, >= 8 channels in and out per group):
+      // every padding of the row (left 2, right 2, both), 1-D, a row of one tile, rows over
+      // several vectors and blocks; columns padded above and below with a last partial tile,
+      // grouped and batched, widths narrower and wider than a vector, no bias.
+      ConvSpec("winograd_1x3_pad_left2", {1, 8, 5, 12}, {9, 8, 1, 3}).Pads(Dims{0, 2, 0, 0}),
+      ConvSpec("winograd_1x3_pad_right2", {2, 10, 3, 8}, {8, 10, 1, 3})
+          .Pads(Dims{0, 0, 0, 2})
+          .NoBias(),
+      ConvSpec("winograd_1x3_one_tile_rows", {1, 12, 7, 4}, {16, 12, 1, 3}).Pads(Dims{0, 1, 0, 1}),
+      ConvSpec("winograd_1d", {2, 9, 36}, {11, 9, 3}).Pads(Dims{1, 1}),
+      ConvSpec("winograd_1x3_blocks", {1, 32, 41, 64}, {40, 32, 1, 3}).Pads(Dims{0, 1, 0, 1}),
+      ConvSpec("winograd_3x1_pads_partial_tile", {1, 9, 13, 7}, {10, 9, 3, 1})
+          .Pads(Dims{2, 0, 1, 0}),
+      ConvSpec("winograd_3x1_grouped_batch", {2, 16, 11, 5}, {16, 8, 3, 1}).Group(2),
+      ConvSpec("winograd_3x1_wide_blocks", {1, 32, 66, 40}, {24, 32, 3, 1}).NoBias(),
+      ConvSpec("winograd_3x1_narrow", {1, 24, 9, 2}, {24, 24, 3, 1}).Pads(Dims{1, 0, 1, 0}),
       ConvSpec("rows_3x3_pad_all", {2, 3, 14, 9}, {18, 3, 3, 3}).Pads(Dims{1, 1, 1, 1}),
       ConvSpec("rows_3x3_left_only", {1, 4, 12, 10}, {17, 4, 3, 3}).Pads(Dims{2, 2, 0, 0}),
       ConvSpec("rows_3x3_right_only", {1, 4, 12, 10}, {17, 4, 3, 3}).Pads(Dims{0, 0, 2, 2}),
@@ -211,6 +229,8 @@ TEST(ConvFast, LargeConvsSplitOverThreadsWithTheSameBits) {
       ConvSpec("columns", {1, 16, 64, 64}, {32, 16, 3, 3}).Pads(Dims{1, 1, 1, 1}),
       ConvSpec("pointwise", {1, 64, 48, 48}, {64, 64, 1, 1}),
       ConvSpec("depthwise", {2, 64, 64, 64}, {64, 1, 5, 5}).Group(64).Pads(Dims{2, 2, 2, 2}),
+      ConvSpec("winograd_rows", {1, 32, 64, 64}, {32, 32, 1, 3}).Pads(Dims{0, 1, 0, 1}),
+      ConvSpec("winograd_columns", {2, 32, 66, 40}, {32, 32, 3, 1}),
   };
   uint32_t seed = 200;
   for (const ConvSpec& s : specs) {
@@ -220,6 +240,61 @@ TEST(ConvFast, LargeConvsSplitOverThreadsWithTheSameBits) {
     auto split = RunFast(c, false, true, &pool);
     ASSERT_TRUE(split.ok()) << split.status().message();
     EXPECT_GT(pool.splits(), 0u) << s.name << ": the work was not split";
+  }
+}
+
+// Winograd mixes a tile's 6 inputs, so one inf among them would make all 4 outputs NaN. Runs
+// with inf, NaN or huge values (X, or a fed W) take the direct path: the fast result is NaN
+// exactly where the reference is, inf (of the same sign) exactly where it is, and finite values
+// match it, for the 1x3 and the 3x1 Conv.
+TEST(ConvFast, WinogradLeavesNonFiniteAndHugeValuesToTheDirectPath) {
+  struct Case {
+    const char* name;
+    Dims w;
+    Dims pads;
+  };
+  const std::vector<Case> cases = {{"1x3", {8, 8, 1, 3}, {0, 1, 0, 1}}, {"3x1", {8, 8, 3, 1}, {}}};
+  for (const Case& k : cases) {
+    for (const float special :
+         {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 3e38f}) {
+      for (const bool constant_w : {true, false}) {
+        std::vector<float> x = RandomUnit(size_t{1280}, 3);
+        x[size_t{37}] = special;    // channel 0, row 2, column 5
+        x[size_t{592}] = -special;  // channel 3, row 7, column 0
+        const std::vector<float> w = RandomUnit(size_t{192}, 4);
+        auto make = [&] {
+          KernelRunner r("Conv", 11);
+          if (!k.pads.empty()) r.IntsAttr("pads", k.pads);
+          if (constant_w) r.ConstantInput(1);
+          return r;
+        };
+        const std::vector<Value> inputs = {FloatTensor(ElementType::kFloat, {1, 8, 10, 16}, x),
+                                           FloatTensor(ElementType::kFloat, k.w, w)};
+        auto fast = make().Run(inputs);
+        auto reference = make().Reference().Run(inputs);
+        ASSERT_TRUE(fast.ok() && reference.ok()) << k.name;
+        const auto f = (*fast)[0].tensor().data_as<float>();
+        const auto r = (*reference)[0].tensor().data_as<float>();
+        ASSERT_EQ(f.size(), r.size());
+        size_t non_finite = 0;
+        for (size_t i = 0; i < f.size(); ++i) {
+          const std::string where = std::string(k.name) + " special " + std::to_string(special) +
+                                    " output " + std::to_string(i);
+          ASSERT_EQ(std::isnan(f[i]), std::isnan(r[i])) << where;
+          if (std::isnan(r[i])) {
+            ++non_finite;
+            continue;
+          }
+          if (std::isinf(r[i])) ++non_finite;
+          if (std::isinf(r[i]) || std::abs(r[i]) > 1e30f) {
+            ASSERT_EQ(f[i], r[i]) << where;  // inf, or a huge sum of one huge term
+          } else {
+            ASSERT_NEAR(f[i], r[i], 1e-4 * (1 + std::abs(r[i]))) << where;
+          }
+        }
+        if (special != 3e38f) EXPECT_GT(non_finite, 0u) << k.name;
+      }
+    }
   }
 }
 

@@ -53,6 +53,7 @@ inline constexpr int64_t kMinParallelFmas = int64_t{1} << 21;
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/kernels/fast/sleef_hwy-inl.h"
+#include "src/kernels/fast/activation-inl.h"
 // clang-format on
 
 HWY_BEFORE_NAMESPACE();
@@ -148,52 +149,6 @@ HWY_INLINE void StoreStrided(VF v, DF d, float* p, int64_t stride, int count) {
   HWY_ALIGN float lanes[kW];
   hn::Store(v, d, lanes);
   for (int l = 0; l < count; ++l) p[l * stride] = lanes[l];
-}
-
-// Comparisons and selects only (no Min/Max, whose NaN rules differ between targets): NaN
-// propagates through every activation, and the bits are the same everywhere. Each is the plain
-// formula with one IEEE rounding per operation (HardSigmoid: alpha * x, then + beta, unfused),
-// so fusing an activation into the product gives the bits of applying it afterwards.
-HWY_INLINE VF ActivateKind(DF d, VF x, const Activation& act);
-HWY_INLINE VF Activate(DF d, VF x, const Activation& act) {
-  x = ActivateKind(d, x, act);
-  if (act.lower != -std::numeric_limits<float>::infinity()) {
-    const VF lo = hn::Set(d, act.lower);
-    x = hn::IfThenElse(hn::Lt(x, lo), lo, x);
-  }
-  if (act.scaled) x = hn::Mul(x, hn::Set(d, act.scale));
-  if (act.shifted) x = hn::Add(x, hn::Set(d, act.shift));
-  return x;
-}
-HWY_INLINE VF ActivateKind(DF d, VF x, const Activation& act) {
-  switch (act.kind) {
-    case Activation::Kind::kNone:
-      return x;
-    case Activation::Kind::kRelu:
-      return hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x);
-    case Activation::Kind::kLeakyRelu:
-      return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(x, hn::Set(d, act.alpha)), x);
-    case Activation::Kind::kClip: {
-      const VF lo = hn::Set(d, act.alpha);
-      const VF hi = hn::Set(d, act.beta);
-      return hn::IfThenElse(hn::Lt(x, lo), lo, hn::IfThenElse(hn::Gt(x, hi), hi, x));
-    }
-    case Activation::Kind::kHardSigmoid: {
-      const VF y = hn::Add(hn::Mul(hn::Set(d, act.alpha), x), hn::Set(d, act.beta));
-      const VF one = hn::Set(d, 1.0f);
-      return hn::IfThenZeroElse(hn::Lt(y, hn::Zero(d)), hn::IfThenElse(hn::Gt(y, one), one, y));
-    }
-    case Activation::Kind::kSigmoid:
-      return sleef_hwy::Sigmoid(d, x);
-    case Activation::Kind::kHardSwish: {
-      const VF lo = hn::Set(d, act.beta);
-      const VF hi = hn::Set(d, act.gamma);
-      VF t = hn::Add(x, hn::Set(d, act.alpha));
-      t = hn::IfThenElse(hn::Lt(t, lo), lo, hn::IfThenElse(hn::Gt(t, hi), hi, t));
-      return hn::Div(hn::Mul(x, t), hn::Set(d, act.delta));
-    }
-  }
-  return x;
 }
 
 // One register tile: rows [0, MR) of `a` (already offset to the tile's first row) times columns
