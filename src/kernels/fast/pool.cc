@@ -1,6 +1,7 @@
 #include "src/kernels/fast/pool.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 
 // clang-format off
@@ -141,20 +142,42 @@ HWY_INLINE void TakeInto(const float* HWY_RESTRICT v, int64_t n, float* HWY_REST
   }
 }
 
+// Take on one lane: the fold of rows narrower than a vector.
+HWY_INLINE float TakeLane(float best, float v) {
+  return v > best || (std::isnan(best) && !std::isnan(v)) ? v : best;  // NaN lowest
+}
+
 void PairPlanes(const MaxPoolProblem& pr) {
+  const int64_t plane_pairs = pr.h * pr.ow;  // at most kPairTile (MaxPool2DTarget's check)
+  if (pr.kh == 1 && pr.sh == 1 && pr.oh == pr.h) {
+    // The output is every row's pair maxima, and the planes follow each other in X and Y: one
+    // run over all of them.
+    PairMaxima(pr.x, pr.planes * plane_pairs, pr.y);
+    return;
+  }
   HWY_ALIGN float pairs[kPairTile];
-  for (int64_t p = 0; p < pr.planes; ++p) {
-    const float* plane = pr.x + p * pr.h * pr.w;
-    float* y = pr.y + p * pr.oh * pr.ow;
-    if (pr.kh == 1 && pr.sh == 1) {  // the output is the first oh rows' pair maxima
-      PairMaxima(plane, pr.oh * pr.ow, y);
-      continue;
-    }
-    PairMaxima(plane, pr.h * pr.ow, pairs);
-    for (int64_t oy = 0; oy < pr.oh; ++oy, y += pr.ow) {
-      const float* first = pairs + oy * pr.sh * pr.ow;
-      std::copy_n(first, pr.ow, y);
-      for (int64_t ty = 1; ty < pr.kh; ++ty) TakeInto(first + ty * pr.ow, pr.ow, y);
+  // As many whole planes' pair maxima at once as the tile holds (narrow planes: many).
+  const int64_t per_chunk = std::max<int64_t>(1, kPairTile / plane_pairs);
+  for (int64_t p0 = 0; p0 < pr.planes; p0 += per_chunk) {
+    const int64_t count = std::min(per_chunk, pr.planes - p0);
+    PairMaxima(pr.x + p0 * pr.h * pr.w, count * plane_pairs, pairs);
+    for (int64_t q = 0; q < count; ++q) {
+      float* y = pr.y + (p0 + q) * pr.oh * pr.ow;
+      for (int64_t oy = 0; oy < pr.oh; ++oy, y += pr.ow) {
+        const float* first = pairs + q * plane_pairs + oy * pr.sh * pr.ow;
+        if (pr.ow >= kW) {
+          std::copy_n(first, pr.ow, y);
+          for (int64_t ty = 1; ty < pr.kh; ++ty) TakeInto(first + ty * pr.ow, pr.ow, y);
+          continue;
+        }
+        // Rows narrower than a vector (openWakeWord's last pools: 4, 2 and 1 outputs wide):
+        // lane by lane, with Take's rule, instead of a padded copy per row.
+        for (int64_t j = 0; j < pr.ow; ++j) {
+          float best = first[j];
+          for (int64_t ty = 1; ty < pr.kh; ++ty) best = TakeLane(best, first[ty * pr.ow + j]);
+          y[j] = best;
+        }
+      }
     }
   }
 }
