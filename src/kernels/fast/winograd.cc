@@ -62,91 +62,92 @@ HWY_INLINE void StoreFirst(VF v, DF d, float* p, int64_t count) {
 #endif
 }
 
-// B^T d for six points per lane:
+// B^T d for six points per lane, stored: point xi's vector at dst + xi * xs (its first `count`
+// lanes unless kFull).
 //   [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1].
-HWY_INLINE void InputPoints(DF d, const VF* in, VF* out) {
+template <bool kFull>
+HWY_INLINE void InputPoints(DF d, VF d0, VF d1, VF d2, VF d3, VF d4, VF d5, float* dst, int64_t xs,
+                            int64_t count) {
   const VF two = hn::Set(d, 2.0f);
   const VF four = hn::Set(d, 4.0f);
-  const VF d42 = hn::Sub(in[4], in[2]);
-  const VF d31 = hn::Mul(two, hn::Sub(in[3], in[1]));
-  out[0] = hn::Add(d42, hn::Mul(four, hn::Sub(in[0], in[2])));
-  out[1] = hn::Sub(hn::Add(in[3], in[4]), hn::Mul(four, hn::Add(in[1], in[2])));
-  out[2] = hn::Add(hn::Sub(in[4], in[3]), hn::Mul(four, hn::Sub(in[1], in[2])));
-  out[3] = hn::Add(d42, d31);
-  out[4] = hn::Sub(d42, d31);
-  out[5] = hn::Add(hn::Sub(in[5], in[3]), hn::Mul(four, hn::Sub(in[1], in[3])));
-}
-
-// act(A^T m (+ bias)): [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1].
-HWY_INLINE void OutputPoints(DF d, const VF* m, const float* bias, const Activation& act, VF* out) {
-  const VF s12 = hn::Add(m[1], m[2]);
-  const VF d12 = hn::Sub(m[1], m[2]);
-  const VF s34 = hn::Add(m[3], m[4]);
-  const VF d34 = hn::Sub(m[3], m[4]);
-  out[0] = hn::Add(hn::Add(m[0], s12), s34);
-  out[1] = hn::Add(d12, hn::Mul(hn::Set(d, 2.0f), d34));
-  out[2] = hn::Add(s12, hn::Mul(hn::Set(d, 4.0f), s34));
-  out[3] = hn::Add(hn::Add(d12, hn::Mul(hn::Set(d, 8.0f), d34)), m[5]);
-  if (bias != nullptr) {
-    const VF b = hn::Set(d, *bias);
-    for (int i = 0; i < 4; ++i) out[i] = hn::Add(out[i], b);
-  }
-  for (int i = 0; i < 4; ++i) out[i] = Activate(d, out[i], act);
+  const VF d42 = hn::Sub(d4, d2);
+  const VF d31 = hn::Mul(two, hn::Sub(d3, d1));
+  auto store = [&](VF v, int64_t xi) {
+    if (kFull) {
+      hn::StoreU(v, d, dst + xi * xs);
+    } else {
+      StoreFirst(v, d, dst + xi * xs, count);
+    }
+  };
+  store(hn::Add(d42, hn::Mul(four, hn::Sub(d0, d2))), 0);
+  store(hn::Sub(hn::Add(d3, d4), hn::Mul(four, hn::Add(d1, d2))), 1);
+  store(hn::Add(hn::Sub(d4, d3), hn::Mul(four, hn::Sub(d1, d2))), 2);
+  store(hn::Add(d42, d31), 3);
+  store(hn::Sub(d42, d31), 4);
+  store(hn::Add(hn::Sub(d5, d3), hn::Mul(four, hn::Sub(d1, d3))), 5);
 }
 
 // Tiles along rows: tile g's point j is the plane's float 4g + j - pad (its row's own, since
 // rows are whole tiles), except that a point before its row's start (t == 0, j < pad) or after
 // its end (t == last, j >= 4 + pad) is padding: zero. Each vector of kW tiles reads its window
-// [4g - 4, 4g + 4 kW + 4) as three de-interleaved loads, straight from the plane or, at the
-// plane's ends and the block's last partial vector, from a zero-padded copy.
-void RowsInput(const WinogradPlanes& p, const float* x, int64_t channels, int64_t g0, int64_t g1,
-               float* v, int64_t ldv, float* lane_t) {
+// [4g - pad, 4g - pad + 4 kW + 4) as two de-interleaved loads (points 0-3, then 4-5), straight
+// from the plane or, at the plane's ends and the block's last partial vector, from a
+// zero-padded copy.
+template <int kPad>
+void RowsInputPad(const WinogradPlanes& p, const float* x, int64_t channels, int64_t g0, int64_t g1,
+                  float* v, int64_t ldv, const float* lane_t) {
   const DF d;
-  const int64_t tpl = p.w / 4, plane = p.in_plane();
-  {
-    int64_t t = g0 % tpl;
-    for (int64_t i = 0; i < g1 - g0 + kW; ++i) {
-      lane_t[i] = static_cast<float>(t);
-      if (++t == tpl) t = 0;
-    }
-  }
+  const int64_t plane = p.in_plane(), xs = channels * ldv;
   const VF zero = hn::Zero(d);
-  const VF last_t = hn::Set(d, static_cast<float>(tpl - 1));
-  constexpr int64_t kWindow = 4 * kW + 8;
+  const VF last_t = hn::Set(d, static_cast<float>(p.w / 4 - 1));
+  constexpr int64_t kWindow = 4 * kW + 4;
   for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * plane;
+    float* vc = v + c * ldv - g0;  // tile g's point 0 at vc + g
     for (int64_t g = g0; g < g1; g += kW) {
       const int64_t count = std::min<int64_t>(kW, g1 - g);
-      const int64_t start = 4 * g - 4;
+      const int64_t start = 4 * g - kPad;
       const float* win = xc + start;
       HWY_ALIGN float staged[kWindow];
-      if (start < 0 || start + kWindow > plane || count < kW) {
+      const bool inside = start >= 0 && start + kWindow <= plane && count == kW;
+      if (!inside) {
         for (int64_t i = 0; i < kWindow; ++i) {
           const int64_t pos = start + i;
-          staged[i] = pos >= 0 && pos < plane && i < 4 * count + 8 ? xc[pos] : 0.0f;
+          staged[i] = pos >= 0 && pos < plane && i < 4 * count + 4 ? xc[pos] : 0.0f;
         }
         win = staged;
       }
-      VF a[12];
-      hn::LoadInterleaved4(d, win, a[0], a[1], a[2], a[3]);
-      hn::LoadInterleaved4(d, win + 4, a[4], a[5], a[6], a[7]);
-      hn::LoadInterleaved4(d, win + 8, a[8], a[9], a[10], a[11]);
+      VF d0, d1, d2, d3, d4, d5, unused0, unused1;
+      hn::LoadInterleaved4(d, win, d0, d1, d2, d3);
+      hn::LoadInterleaved4(d, win + 4, d4, d5, unused0, unused1);
       const VF t = hn::LoadU(d, lane_t + (g - g0));
-      const auto first = hn::Eq(t, zero);
-      const auto last = hn::Eq(t, last_t);
-      VF in[6];
-      for (int64_t j = 0; j < 6; ++j) {
-        const int64_t o = j - p.pad;  // -2..5: the point's offset from 4g
-        in[j] = a[o + 4];
-        if (o < 0) in[j] = hn::IfThenZeroElse(first, in[j]);
-        if (o >= 4) in[j] = hn::IfThenZeroElse(last, in[j]);
-      }
-      VF out[6];
-      InputPoints(d, in, out);
-      for (int64_t xi = 0; xi < 6; ++xi) {
-        StoreFirst(out[xi], d, v + (xi * channels + c) * ldv + (g - g0), count);
+      if constexpr (kPad >= 1) d0 = hn::IfThenZeroElse(hn::Eq(t, zero), d0);
+      if constexpr (kPad >= 2) d1 = hn::IfThenZeroElse(hn::Eq(t, zero), d1);
+      if constexpr (kPad <= 1) d5 = hn::IfThenZeroElse(hn::Eq(t, last_t), d5);
+      if constexpr (kPad == 0) d4 = hn::IfThenZeroElse(hn::Eq(t, last_t), d4);
+      if (inside) {
+        InputPoints<true>(d, d0, d1, d2, d3, d4, d5, vc + g, xs, kW);
+      } else {
+        InputPoints<false>(d, d0, d1, d2, d3, d4, d5, vc + g, xs, count);
       }
     }
+  }
+}
+
+void RowsInput(const WinogradPlanes& p, const float* x, int64_t channels, int64_t g0, int64_t g1,
+               float* v, int64_t ldv, float* lane_t) {
+  const int64_t tpl = p.w / 4;
+  int64_t t = g0 % tpl;
+  for (int64_t i = 0; i < g1 - g0 + kW; ++i) {
+    lane_t[i] = static_cast<float>(t);
+    if (++t == tpl) t = 0;
+  }
+  if (p.pad == 0) {
+    RowsInputPad<0>(p, x, channels, g0, g1, v, ldv, lane_t);
+  } else if (p.pad == 1) {
+    RowsInputPad<1>(p, x, channels, g0, g1, v, ldv, lane_t);
+  } else {
+    RowsInputPad<2>(p, x, channels, g0, g1, v, ldv, lane_t);
   }
 }
 
@@ -164,16 +165,20 @@ void ColumnsInput(const WinogradPlanes& p, const float* x, int64_t channels, int
         const int64_t iy = 4 * t + j - p.pad;
         rows[j] = iy >= 0 && iy < p.h ? xc + iy * w : nullptr;
       }
-      for (int64_t x0 = 0; x0 < w; x0 += kW) {
-        const int64_t count = std::min<int64_t>(kW, w - x0);
-        VF in[6];
-        for (int64_t j = 0; j < 6; ++j) {
-          in[j] = rows[j] != nullptr ? LoadFirst(d, rows[j] + x0, count) : hn::Zero(d);
-        }
-        VF out[6];
-        InputPoints(d, in, out);
-        float* dst = v + c * ldv + (t * w + x0 - g0);
-        for (int64_t xi = 0; xi < 6; ++xi) StoreFirst(out[xi], d, dst + xi * channels * ldv, count);
+      float* dst = v + c * ldv + (t * w - g0);
+      auto point = [&](int64_t j, int64_t x0, int64_t count) {
+        return rows[j] != nullptr ? LoadFirst(d, rows[j] + x0, count) : hn::Zero(d);
+      };
+      int64_t x0 = 0;
+      for (; x0 + kW <= w; x0 += kW) {
+        InputPoints<true>(d, point(0, x0, kW), point(1, x0, kW), point(2, x0, kW), point(3, x0, kW),
+                          point(4, x0, kW), point(5, x0, kW), dst + x0, channels * ldv, kW);
+      }
+      if (x0 < w) {
+        const int64_t count = w - x0;
+        InputPoints<false>(d, point(0, x0, count), point(1, x0, count), point(2, x0, count),
+                           point(3, x0, count), point(4, x0, count), point(5, x0, count), dst + x0,
+                           channels * ldv, count);
       }
     }
   }
@@ -198,7 +203,37 @@ void InputTarget(const WinogradPlanes& p, const float* x, int64_t channels, int6
   }
 }
 
-// The output transform with the activation's kind a constant (its switch out of the loops).
+// The 4 outputs of a vector of tiles from the 6 product rows at m (xi's row at m + xi * xs):
+// A^T m, + bias (with one), then the activation. Its kind is a constant (OutputKind), so no
+// switch runs per vector.
+template <bool kFull>
+HWY_INLINE void OutputVector(DF d, const float* m, int64_t xs, int64_t count, bool has_bias,
+                             VF bias, const Activation& act, VF& o0, VF& o1, VF& o2, VF& o3) {
+  auto load = [&](int64_t xi) {
+    return kFull ? hn::LoadU(d, m + xi * xs) : LoadFirst(d, m + xi * xs, count);
+  };
+  const VF m0 = load(0), m1 = load(1), m2 = load(2), m3 = load(3), m4 = load(4), m5 = load(5);
+  const VF s12 = hn::Add(m1, m2);
+  const VF d12 = hn::Sub(m1, m2);
+  const VF s34 = hn::Add(m3, m4);
+  const VF d34 = hn::Sub(m3, m4);
+  o0 = hn::Add(hn::Add(m0, s12), s34);
+  o1 = hn::Add(d12, hn::Mul(hn::Set(d, 2.0f), d34));
+  o2 = hn::Add(s12, hn::Mul(hn::Set(d, 4.0f), s34));
+  o3 = hn::Add(hn::Add(d12, hn::Mul(hn::Set(d, 8.0f), d34)), m5);
+  if (has_bias) {
+    o0 = hn::Add(o0, bias);
+    o1 = hn::Add(o1, bias);
+    o2 = hn::Add(o2, bias);
+    o3 = hn::Add(o3, bias);
+  }
+  o0 = Activate(d, o0, act);
+  o1 = Activate(d, o1, act);
+  o2 = Activate(d, o2, act);
+  o3 = Activate(d, o3, act);
+}
+
+// The output transform with the activation's kind a constant.
 template <Activation::Kind kKind>
 void OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
                 const float* bias, const Activation& activation, int64_t g0, int64_t g1, float* y) {
@@ -206,40 +241,46 @@ void OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t ou
   // A copy the stores to y cannot alias, so its fields stay in registers.
   Activation act = activation;
   act.kind = kKind;
-  const int64_t w = p.w;
+  const int64_t w = p.w, xs = outputs * ldm;
+  const bool has_bias = bias != nullptr;
+  VF o0, o1, o2, o3;
   for (int64_t o = 0; o < outputs; ++o) {
     float* yo = y + o * p.out_plane();
-    const float* b = bias != nullptr ? bias + o : nullptr;
-    auto points = [&](int64_t g, int64_t count, VF* out) {
-      VF in[6];
-      for (int64_t xi = 0; xi < 6; ++xi) {
-        in[xi] = LoadFirst(d, m + (xi * outputs + o) * ldm + (g - g0), count);
-      }
-      OutputPoints(d, in, b, act, out);
-    };
+    const float* mo = m + o * ldm - g0;  // tile g's products at mo + g
+    const VF b = hn::Set(d, has_bias ? bias[o] : 0.0f);
     if (p.along_rows) {
       // Tile g's outputs are the plane's floats 4g .. 4g + 3: one interleaved store per vector.
-      for (int64_t g = g0; g < g1; g += kW) {
-        const int64_t count = std::min<int64_t>(kW, g1 - g);
-        VF out[4];
-        points(g, count, out);
-        if (count == kW) {
-          hn::StoreInterleaved4(out[0], out[1], out[2], out[3], d, yo + 4 * g);
-        } else {
-          HWY_ALIGN float staged[4 * kW];
-          hn::StoreInterleaved4(out[0], out[1], out[2], out[3], d, staged);
-          std::memcpy(yo + 4 * g, staged, static_cast<size_t>(4 * count) * sizeof(float));
-        }
+      int64_t g = g0;
+      for (; g + kW <= g1; g += kW) {
+        OutputVector<true>(d, mo + g, xs, kW, has_bias, b, act, o0, o1, o2, o3);
+        hn::StoreInterleaved4(o0, o1, o2, o3, d, yo + 4 * g);
+      }
+      if (g < g1) {
+        const int64_t count = g1 - g;
+        OutputVector<false>(d, mo + g, xs, count, has_bias, b, act, o0, o1, o2, o3);
+        HWY_ALIGN float staged[4 * kW];
+        hn::StoreInterleaved4(o0, o1, o2, o3, d, staged);
+        std::memcpy(yo + 4 * g, staged, static_cast<size_t>(4 * count) * sizeof(float));
       }
       continue;
     }
     for (int64_t t = g0 / w; t < g1 / w; ++t) {
-      for (int64_t x0 = 0; x0 < w; x0 += kW) {
+      float* row = yo + 4 * t * w;
+      const bool whole = 4 * t + 3 < p.oh;  // all 4 output rows inside the plane
+      int64_t x0 = 0;
+      for (; whole && x0 + kW <= w; x0 += kW) {
+        OutputVector<true>(d, mo + t * w + x0, xs, kW, has_bias, b, act, o0, o1, o2, o3);
+        hn::StoreU(o0, d, row + x0);
+        hn::StoreU(o1, d, row + w + x0);
+        hn::StoreU(o2, d, row + 2 * w + x0);
+        hn::StoreU(o3, d, row + 3 * w + x0);
+      }
+      for (; x0 < w; x0 += kW) {
         const int64_t count = std::min<int64_t>(kW, w - x0);
-        VF out[4];
-        points(t * w + x0, count, out);
+        OutputVector<false>(d, mo + t * w + x0, xs, count, has_bias, b, act, o0, o1, o2, o3);
+        const VF outs[4] = {o0, o1, o2, o3};
         for (int64_t i = 0; i < 4 && 4 * t + i < p.oh; ++i) {
-          StoreFirst(out[i], d, yo + (4 * t + i) * w + x0, count);
+          StoreFirst(outs[i], d, row + i * w + x0, count);
         }
       }
     }
