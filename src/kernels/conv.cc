@@ -848,12 +848,23 @@ void WinogradWeights(const float* w, int64_t group, int64_t mg, int64_t cg, floa
   }
 }
 
-// W_g^T (K x Mg) packed for the pixel path, per group.
-std::vector<fast::PackedB> PackConvWeights(const float* w, int64_t group, int64_t mg, int64_t k) {
+// W_g^T packed for the pixel path, per group, its K rows tap-major: row (tap, c) =
+// (ky * kw + kx) * cg + c, the order of FastPatches' columns.
+std::vector<fast::PackedB> PackConvWeights(const float* w, int64_t group, int64_t mg, int64_t cg,
+                                           int64_t taps) {
+  const int64_t k = cg * taps;
   std::vector<fast::PackedB> packed;
   packed.reserve(static_cast<size_t>(group));
+  std::vector<float> reordered(static_cast<size_t>(mg * k));  // [o][tap][c]
   for (int64_t g = 0; g < group; ++g) {
-    packed.push_back(fast::PackB(w + g * mg * k, k, k, mg, /*transposed=*/true));
+    for (int64_t o = 0; o < mg; ++o) {
+      const float* src = w + (g * mg + o) * k;
+      float* dst = reordered.data() + o * k;
+      for (int64_t c = 0; c < cg; ++c) {
+        for (int64_t t = 0; t < taps; ++t) dst[t * cg + c] = src[c * taps + t];
+      }
+    }
+    packed.push_back(fast::PackB(reordered.data(), k, k, mg, /*transposed=*/true));
   }
   return packed;
 }
@@ -937,42 +948,60 @@ void FastIm2Col(const Conv2D& g, const float* xg, int64_t oy0, int64_t rows, flo
   }
 }
 
-// The patches of every output pixel of group input xg: patches[q][r] (P x K). Each (pixel,
-// channel, kernel row) is a run of kw taps: copied (undilated) with zeros where it reads padding.
-void FastPatches(const Conv2D& g, const float* xg, float* patches) {
+// The pixel path's patches of group input xg, tap-major: patches[q][(ky * kw + kx) * cg + c]
+// for output pixel q = oy * ow + ox is channel c at that tap's input position, zero where it
+// reads padding. With `xt` (PatchesTransposedFloats(g) floats), through a zero-padded copy of the
+// input with the channels last, so that every (pixel, tap) is one contiguous run of cg floats;
+// without it (that copy would be much larger than the patches: large strides or dilations),
+// element by element.
+int64_t PatchesRows(const Conv2D& g) { return (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1; }
+int64_t PatchesCols(const Conv2D& g) { return (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1; }
+double PatchesTransposedFloats(const Conv2D& g) {
+  return static_cast<double>(PatchesRows(g)) * static_cast<double>(PatchesCols(g)) *
+         static_cast<double>(g.cg);
+}
+
+void FastPatches(const Conv2D& g, const float* xg, float* patches, float* xt) {
   const int64_t k = g.k();
+  if (xt != nullptr) {
+    const int64_t rows = PatchesRows(g), cols = PatchesCols(g);
+    std::fill(xt, xt + rows * cols * g.cg, 0.0f);
+    // Padded position (r, s) is input (r - pt, s - pl).
+    const int64_t iy_end = std::min(g.h, rows - g.pt), ix_end = std::min(g.w, cols - g.pl);
+    for (int64_t c = 0; c < g.cg; ++c) {
+      const float* xc = xg + c * g.in_plane();
+      for (int64_t iy = 0; iy < iy_end; ++iy) {
+        float* dst = xt + ((iy + g.pt) * cols + g.pl) * g.cg + c;
+        const float* src = xc + iy * g.w;
+        for (int64_t ix = 0; ix < ix_end; ++ix) dst[ix * g.cg] = src[ix];
+      }
+    }
+    for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        float* dst = patches + (oy * g.ow + ox) * k;
+        for (int64_t ky = 0; ky < g.kh; ++ky) {
+          const float* row = xt + ((oy * g.sh + ky * g.dh) * cols + ox * g.sw) * g.cg;
+          for (int64_t kx = 0; kx < g.kw; ++kx, dst += g.cg) {
+            std::copy_n(row + kx * g.dw * g.cg, g.cg, dst);
+          }
+        }
+      }
+    }
+    return;
+  }
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     for (int64_t ox = 0; ox < g.ow; ++ox) {
       float* dst = patches + (oy * g.ow + ox) * k;
-      const int64_t ix0 = ox * g.sw - g.pl;
-      // Taps kx in [lo, hi) read inside the row.
-      int64_t lo = ix0 >= 0 ? 0 : (-ix0 + g.dw - 1) / g.dw;
-      int64_t hi = g.w - 1 - ix0 < 0 ? 0 : (g.w - 1 - ix0) / g.dw + 1;
-      lo = std::min(lo, g.kw);
-      hi = std::clamp(hi, lo, g.kw);
-      for (int64_t c = 0; c < g.cg; ++c) {
-        const float* xc = xg + c * g.in_plane();
-        for (int64_t ky = 0; ky < g.kh; ++ky, dst += g.kw) {
-          const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
-          if (iy < 0 || iy >= g.h) {
-            std::fill(dst, dst + g.kw, 0.0f);
+      for (int64_t ky = 0; ky < g.kh; ++ky) {
+        const int64_t iy = oy * g.sh - g.pt + ky * g.dh;
+        for (int64_t kx = 0; kx < g.kw; ++kx, dst += g.cg) {
+          const int64_t ix = ox * g.sw - g.pl + kx * g.dw;
+          if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) {
+            std::fill(dst, dst + g.cg, 0.0f);
             continue;
           }
-          const float* row = xc + iy * g.w;
-          if (g.kw <= 8) {
-            // Short runs (3- and 5-tap kernels): a loop, not three library calls.
-            for (int64_t kx = 0; kx < g.kw; ++kx) {
-              dst[kx] = kx >= lo && kx < hi ? row[ix0 + kx * g.dw] : 0.0f;
-            }
-            continue;
-          }
-          std::fill(dst, dst + lo, 0.0f);
-          if (g.dw == 1) {
-            std::copy(row + ix0 + lo, row + ix0 + hi, dst + lo);
-          } else {
-            for (int64_t kx = lo; kx < hi; ++kx) dst[kx] = row[ix0 + kx * g.dw];
-          }
-          std::fill(dst + hi, dst + g.kw, 0.0f);
+          const float* src = xg + iy * g.w + ix;
+          for (int64_t c = 0; c < g.cg; ++c) dst[c] = src[c * g.in_plane()];
         }
       }
     }
@@ -1134,14 +1163,21 @@ class FastConvKernel final : public Kernel {
         return InvalidArgument("Conv: the packed weights overflow int64");
       }
       IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(bytes)));
-      packed =
-          std::make_shared<const std::vector<fast::PackedB>>(PackConvWeights(w, g.group, g.mg, k));
+      packed = std::make_shared<const std::vector<fast::PackedB>>(
+          PackConvWeights(w, g.group, g.mg, g.cg, g.kk()));
     }
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(p * k) * sizeof(float)));
     float* patches = fast::ThreadScratch(0, static_cast<size_t>(p * k));
+    // The channels-last copy, unless it would hold more than a few times the patches.
+    float* xt = nullptr;
+    const double xt_floats = PatchesTransposedFloats(g);
+    if (xt_floats <= 4.0 * static_cast<double>(p * k) + 4096.0) {
+      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(xt_floats) * sizeof(float)));
+      xt = fast::ThreadScratch(1, static_cast<size_t>(xt_floats));
+    }
     for (int64_t n = 0; n < g.n; ++n) {
       for (int64_t gi = 0; gi < g.group; ++gi) {
-        FastPatches(g, x + (n * g.c + gi * g.cg) * g.in_plane(), patches);
+        FastPatches(g, x + (n * g.c + gi * g.cg) * g.in_plane(), patches, xt);
         fast::Epilogue ep;
         ep.bias = b != nullptr ? b + gi * g.mg : nullptr;
         ep.activation = activation_;
@@ -1452,7 +1488,7 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
       const int64_t bytes = fast::PackedBBytes(k, mg);
       if (bytes >= 0 && static_cast<uint64_t>(bytes) <= facts.context().limits.max_tensor_bytes) {
         packed = std::make_shared<const std::vector<fast::PackedB>>(
-            PackConvWeights(w->data_as<float>().data(), a.group, mg, k));
+            PackConvWeights(w->data_as<float>().data(), a.group, mg, ws[1], k / ws[1]));
       }
     }
   }

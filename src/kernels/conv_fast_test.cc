@@ -147,6 +147,11 @@ std::vector<ConvSpec> ConvSpecs() {
           .Pads({2, 1})
           .Dilations({2}),
       ConvSpec("2d_few_pixels_padded", {1, 16, 3, 4}, {24, 16, 3, 3}).Pads({2, 1, 0, 2}),
+      // Few pixels far apart: the patches are built element by element, not through the
+      // channels-last copy of the input (which would be 10 times their size).
+      ConvSpec("few_pixels_huge_stride", {1, 4, 100, 100}, {16, 4, 3, 3})
+          .Strides({40, 40})
+          .Pads({1, 1, 1, 1}),
       ConvSpec("1x1_kernel_whole_image", {1, 3, 5, 5}, {33, 3, 5, 5}),
       // Stride 1 with the width kept (ow == w): im2col copies each (channel, tap)'s rows as
       // one run of X and zeroes the padding columns (openWakeWord's 1x3 and 3x1 Convs); pads
