@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -1054,13 +1055,10 @@ void FastPhasePlanes(const Conv2D& g, const float* xc, float* planes) {
 class FastConvKernel final : public Kernel {
  public:
   FastConvKernel(ConvAttrs attrs, std::shared_ptr<const std::vector<fast::PackedB>> packed,
-                 std::shared_ptr<const std::vector<float>> taps,
-                 std::shared_ptr<const std::vector<float>> winograd, fast::Activation activation,
-                 const fast::TaskRunner* threads)
+                 bool constant_w, fast::Activation activation, const fast::TaskRunner* threads)
       : attrs_(attrs),
         packed_(std::move(packed)),
-        taps_(std::move(taps)),
-        winograd_(std::move(winograd)),
+        constant_w_(constant_w),
         activation_(activation),
         threads_(threads),
         reference_(std::move(attrs), nullptr) {}
@@ -1211,9 +1209,16 @@ class FastConvKernel final : public Kernel {
     return ep;
   }
 
-  // The tap-major weights: the constant W's, else `w` repacked into the thread's scratch slot 1.
+  // The tap-major weights: a constant W's (made on first use), else `w` repacked into the
+  // thread's scratch slot 1.
   Result<const float*> Taps(RunContext& ctx, const Conv2D& g, const float* w) const {
-    if (taps_ != nullptr) return taps_->data();
+    if (constant_w_) {
+      std::call_once(taps_->once, [&] {
+        taps_->data.resize(static_cast<size_t>(g.group * g.mg * g.k()));
+        TapMajorWeights(w, g.group, g.mg, g.cg, g.kk(), taps_->data.data());
+      });
+      return taps_->data.data();
+    }
     const int64_t floats = g.group * g.mg * g.k();
     IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
     float* t = fast::ThreadScratch(1, static_cast<size_t>(floats));
@@ -1322,17 +1327,28 @@ class FastConvKernel final : public Kernel {
   // the group's transformed weights by the block's transformed tiles) and transformed back on
   // one thread (the bias and fused activation in the output transform); the blocks split over
   // the threads.
-  Status RunWinograd(RunContext& ctx, const Conv2D& g, const fast::WinogradPlanes& planes,
-                     const float* x, const float* w, const float* b, float* y) const {
-    constexpr int64_t kPoints = fast::kWinogradPoints;
-    const float* u = winograd_ != nullptr ? winograd_->data() : nullptr;
-    if (u == nullptr) {
-      const int64_t floats = kPoints * g.group * g.mg * g.cg;
-      IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
-      float* t = fast::ThreadScratch(1, static_cast<size_t>(floats));
-      WinogradWeights(w, g.group, g.mg, g.cg, t);
-      u = t;
+  // The Winograd weights: a constant W's (made on first use), else `w` transformed into the
+  // thread's scratch slot 1; null when W holds huge or non-finite values (WinogradBounded).
+  Result<const float*> WinogradWeightsOf(RunContext& ctx, const Conv2D& g, const float* w) const {
+    const int64_t floats = fast::kWinogradPoints * g.group * g.mg * g.cg;
+    if (constant_w_) {
+      std::call_once(winograd_->once, [&] {
+        if (!fast::WinogradBounded(w, g.m * g.k())) return;
+        winograd_->data.resize(static_cast<size_t>(floats));
+        WinogradWeights(w, g.group, g.mg, g.cg, winograd_->data.data());
+      });
+      return winograd_->data.empty() ? nullptr : winograd_->data.data();
     }
+    if (!fast::WinogradBounded(w, g.m * g.k())) return nullptr;
+    IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(floats) * sizeof(float)));
+    float* t = fast::ThreadScratch(1, static_cast<size_t>(floats));
+    WinogradWeights(w, g.group, g.mg, g.cg, t);
+    return t;
+  }
+
+  Status RunWinograd(RunContext& ctx, const Conv2D& g, const fast::WinogradPlanes& planes,
+                     const float* x, const float* u, const float* b, float* y) const {
+    constexpr int64_t kPoints = fast::kWinogradPoints;
     const int64_t tiles = planes.tiles();
     // Blocks of about kWinogradBlockFloats of transformed tiles and products, of equal sizes in
     // whole units: 48 tiles (whole register tiles of the product: 3 vectors of 16) along rows;
@@ -1391,10 +1407,10 @@ class FastConvKernel final : public Kernel {
       return {};
     }
     if (auto planes = WinogradGeometry(g)) {
-      // Huge or non-finite values (X, or a fed W) take the direct path: see WinogradBounded.
-      if (fast::WinogradBounded(x, g.n * g.c * g.in_plane()) &&
-          (winograd_ != nullptr || fast::WinogradBounded(w, g.m * g.k()))) {
-        return RunWinograd(ctx, g, *planes, x, w, b, y);
+      // Huge or non-finite values (in X or W) take the direct path: see WinogradBounded.
+      if (fast::WinogradBounded(x, g.n * g.c * g.in_plane())) {
+        IDEM_ASSIGN_OR_RETURN(const float* u, WinogradWeightsOf(ctx, g, w));
+        if (u != nullptr) return RunWinograd(ctx, g, *planes, x, u, b, y);
       }
     }
     if (TapMajor(g)) return RunTapMajor(ctx, g, x, w, b, y);
@@ -1424,8 +1440,17 @@ class FastConvKernel final : public Kernel {
 
   ConvAttrs attrs_;
   std::shared_ptr<const std::vector<fast::PackedB>> packed_;  // W_g^T per group, or null
-  std::shared_ptr<const std::vector<float>> taps_;      // a constant W tap-major (TapMajorWeights)
-  std::shared_ptr<const std::vector<float>> winograd_;  // a constant W for Winograd, or null
+  // Weights derived from a constant W on the first run that needs them (Run is const and may
+  // run on several threads at once, hence call_once), so that only the paths a model's runs
+  // take cost memory: tap-major (TapMajorWeights) and Winograd's (empty when W is out of
+  // WinogradBounded's range).
+  struct DerivedWeights {
+    std::once_flag once;
+    std::vector<float> data;
+  };
+  bool constant_w_;
+  std::unique_ptr<DerivedWeights> taps_ = std::make_unique<DerivedWeights>();
+  std::unique_ptr<DerivedWeights> winograd_ = std::make_unique<DerivedWeights>();
   fast::Activation activation_;
   const fast::TaskRunner* threads_;
   ConvKernel<float> reference_;  // other ranks
@@ -1458,8 +1483,6 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
     return std::unique_ptr<Kernel>(std::make_unique<ConvKernel<float>>(a, true, transposed));
   }
   std::shared_ptr<const std::vector<fast::PackedB>> packed;
-  // With X's shape known: whether every run takes the Winograd path (then no tap-major copy).
-  bool winograd_always = false;
   if (w != nullptr && (w->shape().size() == 3 || w->shape().size() == 4) &&
       w->shape()[0] % a.group == 0) {
     const auto ws = w->shape();
@@ -1475,13 +1498,8 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
         bshape = *b;
         bs = std::span<const int64_t>(bshape);
       }
-      ScratchVector<Axis> axes;
-      auto out = ConvShape<int64_t>(a, *xs, ws, bs, &axes);
-      if (out.ok()) {
-        pixels = Product(std::span<const int64_t>(*out).subspan(2));
-        winograd_always = *pixels >= kPixelPath && xs->size() == ws.size() &&
-                          WinogradGeometry(MakeConv2D(a, *xs, ws, *out, axes)).has_value();
-      }
+      auto out = ConvShape<int64_t>(a, *xs, ws, bs);
+      if (out.ok()) pixels = Product(std::span<const int64_t>(*out).subspan(2));
     }
     const bool depthwise = ws[1] == 1 && mg == 1;
     if (!depthwise && mg >= 16 && (!pixels || *pixels < kPixelPath) && k > 0) {
@@ -1492,37 +1510,8 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
       }
     }
   }
-  // A constant W of 3 taps in one row or column, transformed for Winograd.
-  std::shared_ptr<const std::vector<float>> winograd;
-  if (w != nullptr && w->shape()[0] % a.group == 0 && w->shape()[1] >= kWinogradChannels &&
-      w->shape()[0] / a.group >= kWinogradChannels &&
-      w->element_count() == w->shape()[0] * w->shape()[1] * 3) {
-    const auto ws = w->shape();
-    // (Not for huge or non-finite weights: those runs take the direct path.)
-    if (fast::WinogradBounded(w->data_as<float>().data(), w->element_count())) {
-      auto u = std::make_shared<std::vector<float>>(
-          static_cast<size_t>(fast::kWinogradPoints * ws[0] * ws[1]));
-      WinogradWeights(w->data_as<float>().data(), a.group, ws[0] / a.group, ws[1], u->data());
-      winograd = std::move(u);
-    }
-  }
-  // A constant W of one column of taps, tap-major for RunTapMajor (any X shape may take it).
-  std::shared_ptr<const std::vector<float>> taps;
-  // (Not for one input channel per group: those run depthwise or through the pixel path.)
-  if (w != nullptr && !(winograd != nullptr && winograd_always) && w->shape()[0] % a.group == 0 &&
-      w->shape()[1] > 1 &&
-      ((w->shape().size() == 4 && (w->shape()[2] == 1) != (w->shape()[3] == 1)) ||
-       (w->shape().size() == 3 && w->shape()[2] > 1))) {
-    const auto ws = w->shape();
-    const int64_t taps_count = ws.size() == 4 ? ws[2] * ws[3] : ws[2];
-    auto t = std::make_shared<std::vector<float>>(static_cast<size_t>(w->element_count()));
-    TapMajorWeights(w->data_as<float>().data(), a.group, ws[0] / a.group, ws[1], taps_count,
-                    t->data());
-    taps = std::move(t);
-  }
-  return std::unique_ptr<Kernel>(
-      std::make_unique<FastConvKernel>(a, std::move(packed), std::move(taps), std::move(winograd),
-                                       activation, facts.context().threads));
+  return std::unique_ptr<Kernel>(std::make_unique<FastConvKernel>(
+      a, std::move(packed), facts.constant(1) != nullptr, activation, facts.context().threads));
 }
 
 Result<std::unique_ptr<Kernel>> CreateConv(const ConvAttrs& a, const Facts& facts) {
