@@ -99,7 +99,8 @@ void RowsInputPad(const WinogradPlanes& p, const float* x, int64_t channels, int
   const DF d;
   const int64_t plane = p.in_plane(), xs = channels * ldv;
   const VF zero = hn::Zero(d);
-  const VF last_t = hn::Set(d, static_cast<float>(p.w / 4 - 1));
+  const int64_t last_tile = p.w / 4 - 1;  // t of a row's last tile
+  const VF last_t = hn::Set(d, static_cast<float>(last_tile));
   constexpr int64_t kWindow = 4 * kW + 4;
   for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * plane;
