@@ -982,6 +982,11 @@ void FastPatches(const Conv2D& g, const float* xg, float* patches, float* xt) {
         float* dst = patches + (oy * g.ow + ox) * k;
         for (int64_t ky = 0; ky < g.kh; ++ky) {
           const float* row = xt + ((oy * g.sh + ky * g.dh) * cols + ox * g.sw) * g.cg;
+          if (g.dw == 1) {  // the kernel row's taps are adjacent: one run of kw * cg floats
+            std::copy_n(row, g.kw * g.cg, dst);
+            dst += g.kw * g.cg;
+            continue;
+          }
           for (int64_t kx = 0; kx < g.kw; ++kx, dst += g.cg) {
             std::copy_n(row + kx * g.dw * g.cg, g.cg, dst);
           }
