@@ -200,27 +200,43 @@ Value Int64Scalar(int64_t v) {
   return Check(Value::MakeTensor(ElementType::kInt64, {}, std::move(buffer)), "tensor");
 }
 
-// Every model's feeds (the state inputs start at zero).
-std::map<std::string, std::vector<Feed>> AllFeeds() {
-  std::map<std::string, std::vector<Feed>> f;
-  f["silero_vad_v5"] = {{"silero_512", {1, 512}, Audio(512, 16000, 1)}};
-  f["silero_vad_legacy"] = {{"silero_1536", {1, 1536}, Audio(1536, 16000, 1)}};
-  for (const char* m :
-       {"silero_vad", "silero_vad_op18_ifless", "silero_vad_half", "silero_vad_16k_op15"}) {
-    f[m] = {{"silero_576", {1, 576}, Audio(576, 16000 - 64, 1)}};
+// The models with feeds below, in WriteInputs' order.
+const std::vector<std::string>& FeedModels() {
+  static const std::vector<std::string> models = {
+      "silero_vad_v5",          "silero_vad_legacy",     "silero_vad",
+      "silero_vad_op18_ifless", "silero_vad_half",       "silero_vad_16k_op15",
+      "melspectrogram",         "embedding_model",       "alexa_v0.1",
+      "ch_PP-OCRv4_det_infer",  "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2.0_cls_infer"};
+  return models;
+}
+
+// One model's feeds (the state inputs start at zero), made only for it: the peak RSS mode must
+// not hold the other models' inputs (PaddleOCR det's alone are 4.7 MiB).
+std::vector<Feed> FeedsOf(const std::string& model) {
+  if (model == "silero_vad_v5") return {{"silero_512", {1, 512}, Audio(512, 16000, 1)}};
+  if (model == "silero_vad_legacy") return {{"silero_1536", {1, 1536}, Audio(1536, 16000, 1)}};
+  if (model == "silero_vad" || model == "silero_vad_op18_ifless" || model == "silero_vad_half" ||
+      model == "silero_vad_16k_op15") {
+    return {{"silero_576", {1, 576}, Audio(576, 16000 - 64, 1)}};
   }
-  f["melspectrogram"] = {{"oww_audio", {1, 1280}, Audio(1280, 16000, 1)}};
-  f["embedding_model"] = {{"oww_mel", {1, 76, 32, 1}, Ramp(76 * 32, 2.0f)}};
-  f["alexa_v0.1"] = {{"oww_embeddings", {1, 16, 96}, Ramp(16 * 96, 1.0f)}};
-  f["ch_PP-OCRv4_det_infer"] = {{"ppocr_det_640", {1, 3, 640, 640}, Image(3, 640, 640)}};
-  f["ch_PP-OCRv4_rec_infer"] = {{"ppocr_rec_48x320", {1, 3, 48, 320}, Image(3, 48, 320)}};
-  f["ch_ppocr_mobile_v2.0_cls_infer"] = {{"ppocr_cls", {1, 3, 48, 192}, Image(3, 48, 192)}};
-  return f;
+  if (model == "melspectrogram") return {{"oww_audio", {1, 1280}, Audio(1280, 16000, 1)}};
+  if (model == "embedding_model") return {{"oww_mel", {1, 76, 32, 1}, Ramp(76 * 32, 2.0f)}};
+  if (model == "alexa_v0.1") return {{"oww_embeddings", {1, 16, 96}, Ramp(16 * 96, 1.0f)}};
+  if (model == "ch_PP-OCRv4_det_infer") {
+    return {{"ppocr_det_640", {1, 3, 640, 640}, Image(3, 640, 640)}};
+  }
+  if (model == "ch_PP-OCRv4_rec_infer") {
+    return {{"ppocr_rec_48x320", {1, 3, 48, 320}, Image(3, 48, 320)}};
+  }
+  if (model == "ch_ppocr_mobile_v2.0_cls_infer") {
+    return {{"ppocr_cls", {1, 3, 48, 192}, Image(3, 48, 192)}};
+  }
+  Die("no feeds for model " + model);
 }
 
 int WriteInputs(const std::string& dir) {
-  for (const auto& [model, feeds] : AllFeeds()) {
-    for (const Feed& feed : feeds) {
+  for (const std::string& model : FeedModels()) {
+    for (const Feed& feed : FeedsOf(model)) {
       std::ofstream out(dir + "/" + feed.name + ".f32", std::ios::binary);
       out.write(reinterpret_cast<const char*>(feed.values.data()),
                 static_cast<std::streamsize>(feed.values.size() * sizeof(float)));
@@ -252,7 +268,7 @@ struct Runner {
 Runner MakeRunner(const std::string& model, int threads) {
   Runner r{Open(model, threads), {}, {}, {}};
   r.outputs.resize(r.session.outputs().size());
-  const std::vector<Feed> data = AllFeeds().at(model);
+  const std::vector<Feed> data = FeedsOf(model);
   size_t next_data = 0;
   for (const idem::ValueInfo& in : r.session.inputs()) {
     if (in.name == "sr") {
