@@ -297,7 +297,9 @@ TEST(ConvFast, WinogradLeavesNonFiniteAndHugeValuesToTheDirectPath) {
             ASSERT_NEAR(f[i], r[i], 1e-4 * (1 + std::abs(r[i]))) << where;
           }
         }
-        if (special != 3e38f) EXPECT_GT(non_finite, 0u) << k.name;
+        if (special != 3e38f) {
+          EXPECT_GT(non_finite, 0u) << k.name;
+        }
       }
     }
   }
