@@ -738,21 +738,25 @@ class ConvKernel final : public Kernel {
 // ---- Fast float Conv (SessionOptions::reference_kernels off) ------------------------------------
 //
 // 1-D and 2-D float Convs run on the fast kernels (src/kernels/fast): each output is one chain of
-// fused multiply-adds over (input channel, kernel row, kernel column) in that order, starting from
-// 0, then + bias, then the fused activation (fast/packed_gemm.h's contract; padding read as
-// zeros). So every path below gives the same bits as the others, on every run, SIMD target and
-// thread count, and results differ from the reference kernel's (a multiply and an add per step)
-// in the last bits only. Per (batch, group):
+// fused multiply-adds over its terms in a fixed order, starting from 0, then + bias, then the
+// fused activation (fast/packed_gemm.h's contract; padding read as zeros), except on the
+// Winograd path. Which order depends on the path: (input channel, kernel row, kernel column)
+// for depthwise and im2col, (kernel row, kernel column, input channel) for few pixels and for
+// the one-row or one-column kernels read in place. A given Conv always takes the same path for
+// the same shapes and values, so its results are the same bits on every run, SIMD target and
+// thread count, whether W is constant or fed, and differ from the reference kernel's (a
+// multiply and an add per step) in the last bits only. Per (batch, group):
 //   depthwise (one input channel per group): fast::DepthwiseConv2D over phase planes of the
 //     zero-padded input;
-//   few output pixels (P < kPixelPath, Silero's 1-4 frames): the pixels' patches (P x K) times
-//     W_g^T packed once at Create (K x Mg), stored transposed straight into NCHW;
+//   few output pixels (P < kPixelPath, Silero's 1-4 frames): the pixels' patches (P x K,
+//     tap-major) times W_g^T packed once at Create (K x Mg), stored transposed into NCHW;
 //   one row or one column of 3 taps at unit stride (openWakeWord's 1x3 and 3x1 Convs, at least
-//     kWinogradChannels channels in and out): Winograd F(4, 3) (fast/winograd.h), 6 products of
-//     the transformed weights (at Create when W is constant) by the transformed input tiles, in
-//     blocks of tiles. Half the multiply-adds, and other roundings: these outputs are not the
-//     bits of the chain above (within 1e-7 of the sum of |w x| over their terms), but still the
-//     same bits on every run, target and thread count;
+//     kWinogradChannels channels in and out, X and W within WinogradBounded's range): Winograd
+//     F(4, 3) (fast/winograd.h), 6 products of the transformed weights (made on the first run
+//     when W is constant) by the transformed input tiles, in blocks of tiles. Half the
+//     multiply-adds, and other roundings (within 1e-7 of the sum of |w x| over the terms);
+//   one column of taps without padding, or one row padded to keep the width: a product per tap
+//     reading X in place (RunTapMajor, RunRowTaps);
 //   otherwise: W_g (Mg x K, as stored) times the im2col columns (K x P, or X itself for a 1x1
 //     stride-1 unpadded Conv), in blocks of output rows, each block one product.
 // Other element types and spatial ranks run the reference kernel.
