@@ -23,7 +23,10 @@
 // Every Run row also reports `allocs`: operator new calls per Run in the steady state (this
 // binary counts them; idem allocates through operator new).
 //
-//   idem_model_bench --models DIR [--reference] [benchmark flags]
+//   idem_model_bench --models DIR [--reference] [--no_memory_plan] [benchmark flags]
+//                                                    (--no_memory_plan: SessionOptions::memory_plan
+//                                                    off, every tensor from the block cache; with
+//                                                    any mode below too)
 //   idem_model_bench --write_inputs DIR
 //   idem_model_bench --models DIR --peak_rss MODEL   load + 100 Runs, then the peak RSS (VmHWM)
 //   idem_model_bench --models DIR --rec_widths       PaddleOCR rec over 50 widths, 1000 Runs: the
@@ -128,8 +131,9 @@ using idem::Session;
 using idem::SessionOptions;
 using idem::Value;
 
-std::string g_models;      // --models DIR
-bool g_reference = false;  // --reference: SessionOptions::reference_kernels
+std::string g_models;       // --models DIR
+bool g_reference = false;   // --reference: SessionOptions::reference_kernels
+bool g_memory_plan = true;  // --no_memory_plan: SessionOptions::memory_plan = false
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "idem_model_bench: %s\n", what.c_str());
@@ -253,6 +257,7 @@ Session Open(const std::string& model, int threads) {
   SessionOptions options;
   options.intra_op_threads = threads;
   options.reference_kernels = g_reference;
+  options.memory_plan = g_memory_plan;
   return Check(Session::Create(g_models + "/" + model + ".onnx", options), model);
 }
 
@@ -357,10 +362,20 @@ long StatusKiB(const char* key) {
 }
 
 int PeakRss(const std::string& model) {
+  const auto mib = [](long kib) { return static_cast<double>(kib) / 1024.0; };
+  const long start = StatusKiB("VmRSS");
   Runner r = MakeRunner(model, 1);
+  // Where the peak goes: what the process held before the session, after Create (file-backed
+  // pages are the mapped model's and the libraries'), and after the runs.
+  const long created = StatusKiB("VmRSS"), created_file = StatusKiB("RssFile");
   for (int i = 0; i < 100; ++i) RunOnce(r);
   std::printf("peak_rss/%s: %.1f MiB (load + 100 Runs, VmHWM)\n", model.c_str(),
-              static_cast<double>(StatusKiB("VmHWM")) / 1024.0);
+              mib(StatusKiB("VmHWM")));
+  std::printf(
+      "  VmRSS: %.1f MiB before the session, %.1f after Create (%.1f file-backed), "
+      "%.1f after the runs (%.1f file-backed)\n",
+      mib(start), mib(created), mib(created_file), mib(StatusKiB("VmRSS")),
+      mib(StatusKiB("RssFile")));
   return 0;
 }
 
@@ -514,6 +529,8 @@ int main(int argc, char** argv) {
       g_models = arg.substr(9);
     } else if (arg == "--reference") {
       g_reference = true;
+    } else if (arg == "--no_memory_plan") {
+      g_memory_plan = false;
     } else if ((arg == "--peak_rss" || arg == "--idle_cpu") && i + 1 < argc) {
       mode = arg;
       mode_arg = argv[++i];

@@ -65,6 +65,13 @@ struct SessionOptions {
   // sleep between products, never spin. Only large products split (about 2 million
   // multiply-adds or more); results are the same bits for every thread count.
   int intra_op_threads = 1;
+  // Plans the memory of runs whose feeds have the shapes of an earlier run (at most 4 sets of
+  // shapes per session): the first run of a set records when each tensor is made and freed, and
+  // later runs place every tensor that dies within the run at an offset in one arena, laid out so
+  // tensors alive at the same time never share bytes. A fixed-shape model then holds about its
+  // largest set of tensors alive at once, not a cached block per tensor size. Results are the
+  // same bits either way. Off only to measure or debug.
+  bool memory_plan = true;
 };
 
 // Per-call options of Session::Run*. Control flow checks them on every Loop iteration.

@@ -211,6 +211,26 @@ std::byte* AllocateScratch(size_t size) {
   return block + kHeaderBytes;
 }
 
+RawBlock TakeBlock(size_t size) {
+  if (size > (size_t{1} << 62)) return {};
+  const ClassOf c = Classify(size + kHeaderBytes);
+  std::byte* block = Take(c.index);
+  if (block == nullptr) {
+    block = static_cast<std::byte*>(::operator new[](c.bytes, kAlign, std::nothrow));
+    if (block == nullptr) return {};
+  }
+  return {block, c.index};
+}
+
+void ReturnBlock(RawBlock block, bool cache) {
+  if (block.block == nullptr) return;
+  if (cache) {
+    Release(block.block, block.class_index);
+  } else {
+    FreeToHeap(block.block);
+  }
+}
+
 void FreeScratch(std::byte* scratch) {
   if (scratch == nullptr) return;
   std::byte* block = scratch - kHeaderBytes;

@@ -74,6 +74,18 @@ size_t ClassBytes(size_t size);
 // Whether this build reuses blocks at all (false under AddressSanitizer and ThreadSanitizer).
 bool Enabled();
 
+// Raw blocks for allocators built on the cache (src/core/memory_plan.h). A block is
+// kHeaderBytes of header (the caller's) followed by `size` bytes of data, Buffer::kAlignment
+// aligned, uninitialized; `class_index` names its size class. Null when the heap refuses.
+struct RawBlock {
+  std::byte* block = nullptr;
+  uint32_t class_index = 0;
+};
+RawBlock TakeBlock(size_t size);
+// Returns a TakeBlock block: to the calling thread's cache when `cache` (and there is room),
+// else to the heap.
+void ReturnBlock(RawBlock block, bool cache);
+
 }  // namespace idem::block_cache
 
 namespace idem {

@@ -29,6 +29,9 @@ namespace idem {
 namespace fast {
 class TaskRunner;  // src/kernels/fast/packed_gemm.h
 }  // namespace fast
+namespace memory_plan {
+class TensorSource;  // src/core/memory_plan.h
+}  // namespace memory_plan
 
 // Bytes a value holds for run-time budget accounting: a tensor's buffer (strings: their bytes plus
 // a per-string overhead), a sequence's cached total, an optional's element. Shared buffers are
@@ -88,11 +91,16 @@ class RunContext {
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t peak_bytes() const { return peak_bytes_; }
   const Limits& limits() const { return limits_; }
+  // Where AllocateTensor takes output bytes: the run's memory plan (a recording or an arena,
+  // src/core/memory_plan.h), or null for the block cache.
+  memory_plan::TensorSource* tensor_source() const { return tensor_source_; }
+  void set_tensor_source(memory_plan::TensorSource* source) { tensor_source_ = source; }
 
  private:
   Status OverBudget() const;
   const Limits& limits_;
   const RunOptions* options_;
+  memory_plan::TensorSource* tensor_source_ = nullptr;
   uint64_t live_bytes_ = 0;
   uint64_t peak_bytes_ = 0;
 };

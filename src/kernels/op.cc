@@ -9,6 +9,7 @@
 
 #include "src/core/block_cache.h"
 #include "src/core/float_convert.h"
+#include "src/core/memory_plan.h"
 #include "src/core/text.h"
 #include "src/kernels/dispatch.h"
 
@@ -204,7 +205,10 @@ Result<Value> AllocateOutput(RunContext& ctx, ElementType type, std::span<const 
     IDEM_ASSIGN_OR_RETURN(Buffer buffer, Buffer::Allocate(bytes, data));
     return Value::MakeTensorFromDims(type, shape, std::move(buffer));
   }
-  IDEM_ASSIGN_OR_RETURN(Buffer buffer, block_cache::Allocate(bytes, data, zeroed));
+  memory_plan::TensorSource* source = ctx.tensor_source();
+  IDEM_ASSIGN_OR_RETURN(Buffer buffer, source != nullptr
+                                           ? source->Allocate(bytes, data, zeroed)
+                                           : block_cache::Allocate(bytes, data, zeroed));
   return Value::MakeTensorFromDims(type, shape, std::move(buffer));
 }
 

@@ -203,7 +203,8 @@ inline Status InvalidArgument(std::string message) {
 
 // Allocates the output tensor of `type` and `shape`: the element count and bytes are checked
 // against max_elements, max_tensor_bytes and the run's remaining budget before allocating.
-// `*data` receives the writable bytes, zeroed. The bytes come from Buffer::Allocate
+// `*data` receives the writable bytes, zeroed. The bytes come from the run's memory plan (an
+// offset in the run's arena, src/core/memory_plan.h) or from the block cache
 // (src/core/block_cache.h: a per-thread cache of freed blocks), so a steady-state Run allocates
 // nothing for them.
 Result<Value> AllocateTensor(RunContext& ctx, ElementType type, std::span<const int64_t> shape,

@@ -303,10 +303,106 @@ Status Executor::RunTo(std::span<const Value> feeds, std::span<const Value> over
     }
     return {};
   }
+  // Plans are keyed by the feeds' shapes only, so runs with other overrides go unplanned.
+  if (program_.plan_memory && overrides.data() == plan.override_defaults.data()) {
+    return RunPlanned(feeds, overrides, limits, options, outputs);
+  }
+  return RunFrameWith(feeds, overrides, limits, options, outputs, nullptr);
+}
+
+Status Executor::RunFrameWith(std::span<const Value> feeds, std::span<const Value> overrides,
+                              const Limits& limits, const RunOptions* options,
+                              std::span<Value> outputs, memory_plan::TensorSource* source) const {
+  const Plan& plan = program_.main;
   RunState state(*this, limits, options);
+  state.set_tensor_source(source);
   SmallArray<Value, 128> computed(static_cast<size_t>(plan.computed_count));
   const Sources sources(feeds, overrides, plan.constants, computed.data());
   return state.RunFrame(main_, sources, computed.data(), outputs);
+}
+
+namespace {
+
+// The memory-plan key of `feeds` (element type, rank and dims of each); false when a feed is not
+// a tensor (sequences and optionals are not planned).
+bool MemoryPlanKey(std::span<const Value> feeds, std::vector<int64_t>* key) {
+  for (const Value& feed : feeds) {
+    if (!feed.is_tensor()) return false;
+    const Tensor& t = feed.tensor();
+    key->push_back(static_cast<int64_t>(t.element_type()));
+    key->push_back(static_cast<int64_t>(t.shape().size()));
+    key->insert(key->end(), t.shape().begin(), t.shape().end());
+  }
+  return true;
+}
+
+bool MemoryPlanKeyMatches(const std::vector<int64_t>& key, std::span<const Value> feeds) {
+  size_t at = 0;
+  for (const Value& feed : feeds) {
+    if (!feed.is_tensor()) return false;
+    const Tensor& t = feed.tensor();
+    const std::span<const int64_t> shape = t.shape();
+    if (key.size() < at + 2 + shape.size() || key[at] != static_cast<int64_t>(t.element_type()) ||
+        key[at + 1] != static_cast<int64_t>(shape.size())) {
+      return false;
+    }
+    at += 2;
+    for (const int64_t d : shape) {
+      if (key[at++] != d) return false;
+    }
+  }
+  return at == key.size();
+}
+
+}  // namespace
+
+const Executor::MemoryPlanEntry* Executor::FindMemoryPlan(std::span<const Value> feeds) const {
+  const size_t count = memory_plan_count_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < count; ++i) {
+    if (MemoryPlanKeyMatches(memory_plans_[i]->key, feeds)) return memory_plans_[i].get();
+  }
+  return nullptr;
+}
+
+Status Executor::RunPlanned(std::span<const Value> feeds, std::span<const Value> overrides,
+                            const Limits& limits, const RunOptions* options,
+                            std::span<Value> outputs) const {
+  if (const MemoryPlanEntry* entry = FindMemoryPlan(feeds)) {
+    if (!entry->plan.has_value() || entry->plan->arena_bytes == 0) {
+      return RunFrameWith(feeds, overrides, limits, options, outputs, nullptr);
+    }
+    memory_plan::Arena arena(*entry->plan);
+    return RunFrameWith(feeds, overrides, limits, options, outputs, &arena);
+  }
+  // No plan for these shapes: record this run, unless every plan is taken or another run is
+  // recording now.
+  auto entry = std::make_unique<MemoryPlanEntry>();
+  bool idle = false;
+  if (memory_plan_count_.load(std::memory_order_acquire) >= kMaxMemoryPlans ||
+      !MemoryPlanKey(feeds, &entry->key) ||
+      !recording_.compare_exchange_strong(idle, true, std::memory_order_acq_rel)) {
+    return RunFrameWith(feeds, overrides, limits, options, outputs, nullptr);
+  }
+  Status status;
+  {
+    memory_plan::Recorder recorder;
+    status = RunFrameWith(feeds, overrides, limits, options, outputs, &recorder);
+    // The run's tensors are all freed now, but for the outputs (and what they hold).
+    if (status.ok()) {
+      // The arena block must fit the block cache, or every run would take it from the heap.
+      entry->plan = recorder.Finish(memory_plan::kMaxArenaBytes);
+    }
+  }
+  if (status.ok()) {
+    std::lock_guard<std::mutex> lock(memory_plans_mutex_);
+    const size_t count = memory_plan_count_.load(std::memory_order_relaxed);
+    if (count < kMaxMemoryPlans && FindMemoryPlan(feeds) == nullptr) {
+      memory_plans_[count] = std::move(entry);
+      memory_plan_count_.store(count + 1, std::memory_order_release);
+    }
+  }
+  recording_.store(false, std::memory_order_release);
+  return status;
 }
 
 }  // namespace idem

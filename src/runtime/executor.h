@@ -9,11 +9,17 @@
 #ifndef IDEM_SRC_RUNTIME_EXECUTOR_H_
 #define IDEM_SRC_RUNTIME_EXECUTOR_H_
 
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <new>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "src/core/memory_plan.h"
 #include "src/runtime/plan.h"
 
 namespace idem {
@@ -100,9 +106,32 @@ class Executor {
 
  private:
   friend class RunState;
+
+  // A memory plan for one set of feed shapes (src/core/memory_plan.h), made by the first
+  // successful run of those shapes and immutable once published.
+  struct MemoryPlanEntry {
+    std::vector<int64_t> key;               // per feed: element type, rank, dims
+    std::optional<memory_plan::Plan> plan;  // nullopt: the recording made none (run unplanned)
+  };
+  static constexpr size_t kMaxMemoryPlans = 4;
+
+  Status RunPlanned(std::span<const Value> feeds, std::span<const Value> overrides,
+                    const Limits& limits, const RunOptions* options,
+                    std::span<Value> outputs) const;
+  Status RunFrameWith(std::span<const Value> feeds, std::span<const Value> overrides,
+                      const Limits& limits, const RunOptions* options, std::span<Value> outputs,
+                      memory_plan::TensorSource* source) const;
+  const MemoryPlanEntry* FindMemoryPlan(std::span<const Value> feeds) const;
+
   Program program_;
   FlatPlan main_;
   std::vector<FlatPlan> subgraphs_;
+  // Published plans: memory_plans_[0, memory_plan_count_) are complete (release/acquire on the
+  // count); writers hold memory_plans_mutex_. recording_ lets one run record at a time.
+  mutable std::array<std::unique_ptr<const MemoryPlanEntry>, kMaxMemoryPlans> memory_plans_;
+  mutable std::atomic<size_t> memory_plan_count_{0};
+  mutable std::mutex memory_plans_mutex_;
+  mutable std::atomic<bool> recording_{false};
 };
 
 }  // namespace idem

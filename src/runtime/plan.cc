@@ -1384,6 +1384,7 @@ Result<Program> BuildProgram(const GraphDef& graph, const KernelRegistry& regist
                              const SessionOptions& options, const fast::TaskRunner* threads) {
   Program program;
   program.threads = threads;
+  program.plan_memory = options.memory_plan;
   GraphPlanner planner(graph, registry, options, program, nullptr, 0);
   IDEM_RETURN_IF_ERROR(planner.Build(program.main, {}));
   return program;

@@ -74,6 +74,9 @@ struct Program {
   uint64_t folded_bytes = 0;
   // The session's intra-op threads the kernels are created with (NodeContext::threads), or null.
   const fast::TaskRunner* threads = nullptr;
+  // SessionOptions::memory_plan: runs of feed shapes seen before take their tensors from one
+  // arena laid out by a recording run (src/core/memory_plan.h).
+  bool plan_memory = false;
 };
 
 // `threads`: the session's intra-op threads (it must outlive the program's kernels), or null.
