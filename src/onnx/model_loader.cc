@@ -347,8 +347,12 @@ Result<GraphDef> LoadGraphFromProto(const onnx::ModelProto& model, const std::st
   return LoadGraphFromProto(copy, base_dir, limits, external);
 }
 
-Result<GraphDef> LoadGraphFromBuffer(const Buffer& bytes, const std::string& base_dir,
-                                     const Limits& limits, const ExternalDataOptions& external) {
+namespace {
+
+// `file_mapping`: `bytes` is a read-only private mapping of the model file (MapModelFile), whose
+// pages the loader may drop from memory once it has copied what they hold.
+Result<GraphDef> LoadGraph(const Buffer& bytes, const std::string& base_dir, const Limits& limits,
+                           const ExternalDataOptions& external, bool file_mapping) {
   if (bytes.size() > limits.max_model_bytes) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("model of {} bytes exceeds max_model_bytes {}", bytes.size(),
@@ -387,11 +391,19 @@ Result<GraphDef> LoadGraphFromBuffer(const Buffer& bytes, const std::string& bas
   context.model_bytes = &bytes;
   context.raw_refs = compact->refs;
   context.raw_stats = &stats;
+  context.model_is_file_mapping = file_mapping;
   auto graph = ConvertModel(model, context, &compact.value());
   if (!graph.ok()) return graph;
   graph->raw_bytes_in_place = stats.in_place;
   graph->raw_bytes_copied = stats.copied;
   return graph;
+}
+
+}  // namespace
+
+Result<GraphDef> LoadGraphFromBuffer(const Buffer& bytes, const std::string& base_dir,
+                                     const Limits& limits, const ExternalDataOptions& external) {
+  return LoadGraph(bytes, base_dir, limits, external, /*file_mapping=*/false);
 }
 
 Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std::string& base_dir,
@@ -440,9 +452,11 @@ Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits
                                    const ExternalDataOptions& external) {
   // kCopy also copies the model file itself: its raw_data would otherwise point into a mapping
   // that a truncation of the file turns into SIGBUS.
-  auto bytes = MapModelFile(path, limits.max_model_bytes, external.mode == ExternalDataMode::kCopy);
+  const bool copy = external.mode == ExternalDataMode::kCopy;
+  auto bytes = MapModelFile(path, limits.max_model_bytes, copy);
   if (!bytes.ok()) return std::move(bytes).take_status();
-  auto graph = LoadGraphFromBuffer(bytes.value(), DirectoryOf(path), limits, external);
+  auto graph = LoadGraph(bytes.value(), DirectoryOf(path), limits, external,
+                         /*file_mapping=*/!copy && !bytes->empty());
   if (!graph.ok()) return std::move(graph).take_status().WithContext(path);
   graph->source = path;
   return graph;

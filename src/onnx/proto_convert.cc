@@ -6,6 +6,8 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx-data_pb.h>
 #include <onnx/onnx_pb.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <limits>
@@ -298,6 +300,20 @@ Result<std::optional<RawRef>> FindRawRef(const onnx::TensorProto& p, const LoadC
   return found;
 }
 
+// Drops the pages wholly inside `bytes`, part of a read-only private file mapping, from the
+// process's memory: nothing reads them again (their tensor is a copy now), and if something did,
+// the kernel would fault them in again from the file. Pages shared with neighbouring bytes stay.
+// Failure only leaves the pages resident.
+void DropCopiedFilePages(std::span<const std::byte> bytes) {
+  static const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(bytes.data());
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + bytes.size()) / page * page;
+  if (last > first) {
+    madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // NOLINT
+  }
+}
+
 // A Buffer for raw_data left in the model's bytes: shares their owner (mapping or caller's
 // buffer) unless the address is not aligned for the element type, in which case the bytes are
 // copied (aligned heap memory) and counted, so kernels and NumPy views may assume alignment.
@@ -316,6 +332,7 @@ Result<Buffer> InPlaceBuffer(const RawRef& ref, ElementType type, const LoadCont
   }
   IDEM_ASSIGN_OR_RETURN(Buffer copy, Buffer::CopyOf(slice.bytes()));
   if (context.raw_stats != nullptr) context.raw_stats->copied += ref.length;
+  if (context.model_is_file_mapping) DropCopiedFilePages(slice.bytes());
   return copy;
 }
 

@@ -45,6 +45,11 @@ struct LoadContext {
   const Buffer* model_bytes = nullptr;
   std::span<const RawRef> raw_refs = {};
   RawDataStats* raw_stats = nullptr;
+  // `model_bytes` is a read-only private mapping of the model file: once misaligned raw_data is
+  // copied out, the pages wholly inside it are dropped from memory (madvise MADV_DONTNEED; a
+  // later read faults them in again from the file), so the model's weights are not resident
+  // twice. Never set for heap or caller bytes, whose contents MADV_DONTNEED would destroy.
+  bool model_is_file_mapping = false;
 };
 
 // Converts a TensorProto. May move raw_data out of `proto` to avoid a copy (the proto is left
