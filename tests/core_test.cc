@@ -2,6 +2,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "idem/idem.h"
+#include "src/core/buffer_pages.h"
 #include "src/core/text.h"
 #include "tests/status_matchers.h"
 
@@ -59,6 +62,42 @@ TEST(TypeTest, CompatibilityIgnoresSymbolicDimsButNotFixedOnes) {
   EXPECT_FALSE(b.CompatibleWith(d));
   EXPECT_TRUE(b.SameStructure(c));
   EXPECT_FALSE(Type::Sequence(b).SameStructure(b));
+}
+
+// Whether every page of [data, data + size) is mapped in this process.
+bool Mapped(const std::byte* data, size_t size) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(data) / page * page;
+  std::vector<unsigned char> resident(
+      (reinterpret_cast<uintptr_t>(data) + size - first + page - 1) / page);
+  // mincore fails with ENOMEM when part of the range is not mapped.
+  return mincore(reinterpret_cast<void*>(first), reinterpret_cast<uintptr_t>(data) + size - first,
+                 resident.data()) == 0;
+}
+
+TEST(BufferTest, CopiesToOwnPagesAreReadOnlyAndUnmappedWhenReleased) {
+  std::vector<std::byte> bytes(300000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 31 + 7);
+  auto copy = CopyToOwnPages(bytes);
+  ASSERT_TRUE(copy.ok()) << copy.status().message();
+  ASSERT_EQ(copy->size(), bytes.size());
+  EXPECT_EQ(std::memcmp(copy->data(), bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(copy->data()) % Buffer::kAlignment, 0u);
+  const std::byte* data = copy->data();
+  EXPECT_TRUE(Mapped(data, bytes.size()));
+  // Read-only: a write through the data faults instead of changing the weights.
+  EXPECT_DEATH(const_cast<std::byte*>(data)[1000] = std::byte{0}, "");
+  {
+    Buffer slice = copy->Slice(4096, 100);  // shares the pages
+    copy = Buffer();
+    EXPECT_TRUE(Mapped(data, bytes.size()));
+    EXPECT_EQ(slice.data()[0], bytes[4096]);
+  }
+  // The last reference gone, the pages go back to the system (not to a cache).
+  EXPECT_FALSE(Mapped(data, bytes.size()));
+  auto empty = CopyToOwnPages({});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->empty());
 }
 
 TEST(BufferTest, SlicesAndCopiesShareOrOwnAsDocumented) {

@@ -302,6 +302,55 @@ TEST(FusionTest, GemmAndMatMulTakeTheirActivation) {
   }
 }
 
+// A constant B that Gemm or MatMul packs at Create is not held twice: the step reads nothing
+// for it (Kernel::absorbed_inputs) and the plan lets go of it, unless another node reads it too.
+TEST(FusionTest, PackedWeightsAreReleasedUnlessReadElsewhere) {
+  for (const std::string& op : {std::string("Gemm"), std::string("MatMul")}) {
+    for (bool shared : {false, true}) {
+      SCOPED_TRACE(op + (shared ? " with w read by an Add too" : ""));
+      Built b{EmptyModel(13, 8), {}};
+      auto* g = b.model.mutable_graph();
+      g->set_name("absorbed");
+      AddValueInfo(g->mutable_input(), "x", TensorTypeProto(ElementType::kFloat, {3, 40}));
+      AddValueInfo(g->mutable_output(), "y", Unshaped(ElementType::kFloat));
+      AddFloats(g, "w", {40, 24}, Pseudo(960, 14));
+      std::vector<std::string> inputs = {"x", "w"};
+      if (op == "Gemm") {
+        AddFloats(g, "c", {24}, Pseudo(24, 15));
+        inputs.push_back("c");
+      }
+      AddNode(g, op, inputs, {"y"}, "product");
+      b.feeds = {Floats({3, 40}, Pseudo(120, 16))};
+      if (shared) {  // an Add of a fed input (not folded at planning) reads w too
+        AddValueInfo(g->mutable_input(), "v", TensorTypeProto(ElementType::kFloat, {40, 24}));
+        AddNode(g, "Add", {"w", "v"}, {"sum"}, "add");
+        AddValueInfo(g->mutable_output(), "sum", Unshaped(ElementType::kFloat));
+        b.feeds.push_back(Floats({40, 24}, Pseudo(960, 17)));
+      }
+      CheckFused(b, 0, "packed");
+      for (bool reference : {false, true}) {
+        SessionOptions options;
+        options.reference_kernels = reference;
+        const onnx::ModelProto& model = b.model;
+        auto graph = LoadGraphFromProto(model, "", options.limits);
+        ASSERT_TRUE(graph.ok()) << graph.status().message();
+        auto program = BuildProgram(std::move(graph).value(), KernelRegistry::Default(), options);
+        ASSERT_TRUE(program.ok()) << program.status().message();
+        const Plan& plan = program->main;
+        ASSERT_FALSE(plan.steps.empty());
+        const bool absorbed = !reference;
+        EXPECT_EQ(plan.steps[0].inputs[1].source,
+                  absorbed ? ValueRef::Source::kNone : ValueRef::Source::kConstant);
+        size_t held = 0;
+        for (const Value& constant : plan.constants) held += constant.is_null() ? 0 : 1;
+        // c (Gemm's bias) is read at run time; w only by the reference kernel or the Add.
+        const size_t expected = (op == "Gemm" ? 1 : 0) + (absorbed && !shared ? 0 : 1);
+        EXPECT_EQ(held, expected);
+      }
+    }
+  }
+}
+
 TEST(FusionTest, ConvInsideAnIfBranchFuses) {
   // Silero's convolutions live in If branches, their weights outer initializers.
   Built b{EmptyModel(13, 8), {}};

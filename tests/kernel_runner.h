@@ -106,6 +106,12 @@ class KernelRunner {
     limits_ = limits;
     return *this;
   }
+  // Runs the created kernel this many times on the same inputs (weights a kernel derives on its
+  // first run are then reused); Run fails unless every run gives the same bits.
+  KernelRunner& RunsPerKernel(int runs) {
+    runs_ = runs;
+    return *this;
+  }
 
   // Plans (constraints, inference, creation) and runs with `inputs` (a null Value is an omitted
   // optional input). `outputs` is the number of node outputs.
@@ -158,9 +164,24 @@ class KernelRunner {
     std::unique_ptr<Kernel> kernel = std::move(prepared.kernel);
     std::vector<const Value*> in;
     for (const Value& v : inputs) in.push_back(v.is_null() ? nullptr : &v);
+    // As the planner does: a constant the kernel absorbed (packed weights) is not passed.
+    for (size_t i : constant_inputs_) {
+      if (i < in.size() && i < 64 && (kernel->absorbed_inputs() >> i & 1) != 0) in[i] = nullptr;
+    }
     std::vector<Value> out(outputs);
     NoSubgraphs run(limits_, nullptr);
     IDEM_RETURN_IF_ERROR(kernel->RunWith(run, in, out));
+    for (int again = 1; again < runs_; ++again) {
+      std::vector<Value> next(outputs);
+      IDEM_RETURN_IF_ERROR(kernel->RunWith(run, in, next));
+      for (size_t o = 0; o < outputs; ++o) {
+        if (out[o].is_null() || next[o].is_null()) continue;
+        if (auto why = DescribeDifference(out[o], next[o])) {
+          return Status(StatusCode::kInternal, "run " + std::to_string(again + 1) + ", output " +
+                                                   std::to_string(o) + " differs: " + *why);
+        }
+      }
+    }
     for (size_t o = 0; o < outputs; ++o) {
       if (out[o].is_null()) {
         return Status(StatusCode::kInternal, "output " + std::to_string(o) + " was not set");
@@ -188,6 +209,7 @@ class KernelRunner {
   Limits limits_;
   std::vector<size_t> constant_inputs_;
   bool unknown_shapes_ = false;
+  int runs_ = 1;
   bool reference_ = false;
   const fast::TaskRunner* threads_ = nullptr;
   std::vector<Type> inferred_;

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "src/core/block_cache.h"
+#include "src/core/buffer_pages.h"
 
 namespace idem {
 namespace {
@@ -78,6 +79,20 @@ Result<Buffer> Buffer::MapFile(int fd, uint64_t offset, uint64_t length, const s
   auto mapping = std::make_shared<const Mapping>(base, map_length);
   const auto* data = static_cast<const std::byte*>(base) + (offset - aligned_offset);
   return Buffer(std::move(mapping), data, length);
+}
+
+Result<Buffer> CopyToOwnPages(std::span<const std::byte> bytes) {
+  if (bytes.empty()) return Buffer();
+  void* base =
+      mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) {
+    return Status(StatusCode::kResourceExhausted,
+                  fmt::format("cannot map {} bytes: {}", bytes.size(), strerror(errno)));
+  }
+  auto mapping = std::make_shared<const Mapping>(base, bytes.size());
+  std::memcpy(base, bytes.data(), bytes.size());
+  mprotect(base, bytes.size(), PROT_READ);  // failure only leaves the pages writable
+  return Buffer::Shared(std::move(mapping), base, bytes.size());
 }
 
 Buffer Buffer::Slice(size_t offset, size_t length) const {

@@ -1164,6 +1164,15 @@ class FastConvKernel final : public Kernel {
                    float* y) const {
     const int64_t k = g.k(), p = g.pixels();
     std::shared_ptr<const std::vector<fast::PackedB>> packed = packed_;
+    if (packed == nullptr && constant_w_) {
+      // A constant W whose output size was not known at Create: packed on the first run that
+      // takes this path, once (the same bits as packing at Create).
+      std::call_once(lazy_packed_->once, [&] {
+        lazy_packed_->packed = std::make_shared<const std::vector<fast::PackedB>>(
+            PackConvWeights(w, g.group, g.mg, g.cg, g.kk()));
+      });
+      packed = lazy_packed_->packed;
+    }
     if (packed == nullptr) {
       int64_t bytes = fast::PackedBBytes(k, g.mg);
       if (bytes < 0 || __builtin_mul_overflow(bytes, g.group, &bytes)) {
@@ -1458,6 +1467,12 @@ class FastConvKernel final : public Kernel {
     std::vector<float> data;
   };
   bool constant_w_;
+  // The pixel path's packed weights of a constant W when packed_ is null (see CreateFastConv).
+  struct LazyPacked {
+    std::once_flag once;
+    std::shared_ptr<const std::vector<fast::PackedB>> packed;
+  };
+  std::unique_ptr<LazyPacked> lazy_packed_ = std::make_unique<LazyPacked>();
   std::unique_ptr<DerivedWeights> taps_ = std::make_unique<DerivedWeights>();
   std::unique_ptr<DerivedWeights> winograd_ = std::make_unique<DerivedWeights>();
   fast::Activation activation_;
@@ -1497,8 +1512,10 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
     const auto ws = w->shape();
     const int64_t mg = ws[0] / a.group;
     const int64_t k = w->element_count() / ws[0];
-    // The pixel path's packed weights, when it may run: few output pixels (or not known yet)
-    // and enough output channels. Depthwise Convs never take it.
+    // The pixel path's packed weights, when it will run: few output pixels and enough output
+    // channels. Depthwise Convs never take it. When the output size is not known here (a
+    // dynamic input, as PaddleOCR rec's width), the first run that takes the path packs them
+    // (FastConvKernel::RunPixels), so that models whose runs never do hold no second copy.
     std::optional<int64_t> pixels;
     if (auto xs = facts.has(0) ? facts.static_shape(0) : std::nullopt) {
       std::vector<int64_t> bshape;
@@ -1511,7 +1528,7 @@ Result<std::unique_ptr<Kernel>> CreateFastConv(const ConvAttrs& a, const Facts& 
       if (out.ok()) pixels = Product(std::span<const int64_t>(*out).subspan(2));
     }
     const bool depthwise = ws[1] == 1 && mg == 1;
-    if (!depthwise && mg >= 16 && (!pixels || *pixels < kPixelPath) && k > 0) {
+    if (!depthwise && mg >= 16 && pixels && *pixels < kPixelPath && k > 0) {
       const int64_t bytes = fast::PackedBBytes(k, mg);
       if (bytes >= 0 && static_cast<uint64_t>(bytes) <= facts.context().limits.max_tensor_bytes) {
         packed = std::make_shared<const std::vector<fast::PackedB>>(

@@ -227,6 +227,34 @@ TEST(ConvFast, ConvTransposeMatchesTheReference) {
   for (const ConvSpec& s : specs) CheckFast(MakeConvCase(s, seed += 7), s.name);
 }
 
+// The few-pixel path's packed weights: packed at Create when the output size is known there,
+// else on the first run that takes the path (a dynamic input): the same bits either way, on that
+// run and on the runs after it, which reuse them.
+TEST(ConvFast, FewPixelWeightsPackedOnFirstUseMatchPackedAtCreate) {
+  const std::vector<ConvSpec> specs = {
+      ConvSpec("grouped_few_pixels", {2, 64, 3, 2}, {64, 16, 3, 3}).Group(4).Pads(Dims{1, 1, 1, 1}),
+      ConvSpec("1d_few_pixels", {1, 20, 6}, {32, 20, 3}).Pads(Dims{1, 1}),
+      ConvSpec("2d_few_pixels_padded", {1, 16, 3, 4}, {24, 16, 3, 3}).Pads({2, 1, 0, 2}),
+  };
+  uint32_t seed = 300;
+  for (const ConvSpec& s : specs) {
+    SCOPED_TRACE(s.name);
+    const FastCase c = MakeConvCase(s, seed += 7);
+    auto at_create = c.make().ConstantInput(1).ConstantInput(2).RunsPerKernel(3).Run(c.inputs);
+    ASSERT_TRUE(at_create.ok()) << at_create.status().message();
+    auto on_first_use =
+        c.make().ConstantInput(1).ConstantInput(2).UnknownShapes().RunsPerKernel(3).Run(c.inputs);
+    ASSERT_TRUE(on_first_use.ok()) << on_first_use.status().message();
+    ExpectSameBits(*at_create, *on_first_use, "packed on first use");
+    auto reference = c.make().Reference().Run(c.inputs);
+    ASSERT_TRUE(reference.ok()) << reference.status().message();
+    const std::vector<float> f = Floats((*on_first_use)[0]);
+    const std::vector<float> r = Floats((*reference)[0]);
+    ASSERT_EQ(f.size(), r.size());
+    for (size_t i = 0; i < f.size(); ++i) EXPECT_NEAR(f[i], r[i], 1e-4 * (1 + std::abs(r[i])));
+  }
+}
+
 // Large enough that the products split over the threads (the determinism check then compares a
 // real split with the single-threaded result), on every path.
 TEST(ConvFast, LargeConvsSplitOverThreadsWithTheSameBits) {

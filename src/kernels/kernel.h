@@ -123,6 +123,13 @@ class Kernel {
     (void)ctx;
     return Run(inputs, outputs);
   }
+  // The constant inputs this kernel took in whole when it was created and never reads at run time
+  // (bit i: input i, i < 64), as ONNX Runtime's PrePack with is_packed: weights it keeps in its
+  // own packed form, with their shape. The planner then passes null for such an input when it is
+  // a plan constant, and frees the constant once nothing else reads it, so the weights are not
+  // held twice. A kernel that declares an input must still accept it when it is passed (tests,
+  // or a constant the planner keeps), and ignore it.
+  virtual uint64_t absorbed_inputs() const { return 0; }
 };
 
 struct FormalParameter {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <type_traits>
@@ -557,21 +558,29 @@ void TransposeInto(const float* a, int64_t lda, int64_t m, int64_t k, float* out
 class FastGemmKernel final : public Kernel {
  public:
   FastGemmKernel(GemmAttrs g, std::shared_ptr<const fast::PackedB> packed,
-                 fast::Activation activation, const fast::TaskRunner* threads)
-      : g_(g), packed_(std::move(packed)), activation_(activation), threads_(threads) {}
+                 std::array<int64_t, 2> b_shape, fast::Activation activation,
+                 const fast::TaskRunner* threads)
+      : g_(g),
+        packed_(std::move(packed)),
+        b_shape_(b_shape),
+        activation_(activation),
+        threads_(threads) {}
 
   Status RunWith(RunContext& ctx, std::span<const Value* const> in,
                  std::span<Value> out) const override {
     const Tensor& a = in[0]->tensor();
-    const Tensor& b = in[1]->tensor();
+    // A packed B is not read (absorbed_inputs): only its shape, kept from Create.
+    const Tensor* b = packed_ == nullptr ? &in[1]->tensor() : nullptr;
     const Tensor* c = in.size() > 2 && in[2] != nullptr ? &in[2]->tensor() : nullptr;
-    if (a.element_type() != ElementType::kFloat || b.element_type() != ElementType::kFloat ||
+    if (a.element_type() != ElementType::kFloat ||
+        (b != nullptr && b->element_type() != ElementType::kFloat) ||
         (c != nullptr && c->element_type() != ElementType::kFloat)) {
       return InvalidArgument("Gemm: A, B and C must have the same element type");
     }
     std::optional<std::span<const int64_t>> cs;
     if (c != nullptr) cs = c->shape();
-    IDEM_ASSIGN_OR_RETURN(Ints shape, GemmShape<int64_t>(g_, a.shape(), b.shape(), cs));
+    const std::span<const int64_t> b_shape = b != nullptr ? b->shape() : b_shape_;
+    IDEM_ASSIGN_OR_RETURN(Ints shape, GemmShape<int64_t>(g_, a.shape(), b_shape, cs));
     const int64_t m = shape[0], n = shape[1];
     const int64_t k = g_.trans_a ? a.shape()[0] : a.shape()[1];
     IDEM_RETURN_IF_ERROR(CheckProductWork<int64_t>(shape, k, "Gemm", ctx.limits()));
@@ -586,7 +595,7 @@ class FastGemmKernel final : public Kernel {
       const int64_t bytes = fast::PackedBBytes(k, n);
       if (bytes < 0) return InvalidArgument("Gemm: the packed B overflows int64");
       IDEM_RETURN_IF_ERROR(ctx.CheckAllocation(static_cast<uint64_t>(bytes)));
-      local = fast::PackB(b.data_as<float>().data(), b.shape()[1], k, n, g_.trans_b, g_.alpha);
+      local = fast::PackB(b->data_as<float>().data(), b_shape[1], k, n, g_.trans_b, g_.alpha);
     }
     const fast::PackedB& pb = packed != nullptr ? *packed : *local;
     // A as m x k rows.
@@ -632,9 +641,12 @@ class FastGemmKernel final : public Kernel {
     return {};
   }
 
+  uint64_t absorbed_inputs() const override { return packed_ != nullptr ? uint64_t{1} << 1 : 0; }
+
  private:
   GemmAttrs g_;
   std::shared_ptr<const fast::PackedB> packed_;  // alpha * op(B), when B is a constant
+  std::array<int64_t, 2> b_shape_{};             // B's shape, when packed
   fast::Activation activation_;
   const fast::TaskRunner* threads_;
 };
@@ -642,17 +654,25 @@ class FastGemmKernel final : public Kernel {
 class FastMatMulKernel final : public Kernel {
  public:
   FastMatMulKernel(std::shared_ptr<const std::vector<fast::PackedB>> packed,
-                   fast::Activation activation, const fast::TaskRunner* threads)
-      : packed_(std::move(packed)), activation_(activation), threads_(threads) {}
+                   std::vector<int64_t> b_shape, fast::Activation activation,
+                   const fast::TaskRunner* threads)
+      : packed_(std::move(packed)),
+        b_shape_(std::move(b_shape)),
+        activation_(activation),
+        threads_(threads) {}
 
   Status RunWith(RunContext& ctx, std::span<const Value* const> in,
                  std::span<Value> out) const override {
     const Tensor& a = in[0]->tensor();
-    const Tensor& b = in[1]->tensor();
-    if (a.element_type() != ElementType::kFloat || b.element_type() != ElementType::kFloat) {
+    // A packed B is not read (absorbed_inputs): only its shape, kept from Create.
+    const Tensor* b = packed_ == nullptr ? &in[1]->tensor() : nullptr;
+    if (a.element_type() != ElementType::kFloat ||
+        (b != nullptr && b->element_type() != ElementType::kFloat)) {
       return InvalidArgument("MatMul: A and B must have the same element type");
     }
-    const auto as = a.shape(), bs = b.shape();
+    const std::span<const int64_t> as = a.shape();
+    const std::span<const int64_t> bs =
+        b != nullptr ? b->shape() : std::span<const int64_t>(b_shape_);
     IDEM_ASSIGN_OR_RETURN(Ints shape, MatMulShape<int64_t>(as, bs));
     const int64_t m = as.size() >= 2 ? as[as.size() - 2] : 1;
     const int64_t k = as.back();
@@ -668,7 +688,7 @@ class FastMatMulKernel final : public Kernel {
                           AllocateTensorForOverwriteAs(ctx, ElementType::kFloat, shape, &y));
     if (m * n == 0) return {};
     const float* pa = a.data_as<float>().data();
-    const float* pb = b.data_as<float>().data();
+    const float* pb = b != nullptr ? b->data_as<float>().data() : nullptr;
     fast::Epilogue ep;
     ep.activation = activation_;
     ForEachBroadcast(batch_a, batch_b, batch, [&](int64_t i, int64_t ia, int64_t ib) {
@@ -683,8 +703,11 @@ class FastMatMulKernel final : public Kernel {
     return {};
   }
 
+  uint64_t absorbed_inputs() const override { return packed_ != nullptr ? uint64_t{1} << 1 : 0; }
+
  private:
   std::shared_ptr<const std::vector<fast::PackedB>> packed_;  // each matrix of a constant B
+  std::vector<int64_t> b_shape_;                              // B's shape, when packed
   fast::Activation activation_;
   const fast::TaskRunner* threads_;
 };
@@ -699,6 +722,7 @@ bool PackFits(int64_t k, int64_t n, int64_t count, const Limits& limits) {
 Result<std::unique_ptr<Kernel>> CreateFastGemm(const GemmAttrs& g, const Facts& facts,
                                                fast::Activation activation) {
   std::shared_ptr<const fast::PackedB> packed;
+  std::array<int64_t, 2> b_shape{};
   const Value* bv = facts.constant(1);
   if (bv != nullptr && bv->is_tensor() && bv->tensor().element_type() == ElementType::kFloat &&
       bv->tensor().shape().size() == 2) {
@@ -708,14 +732,16 @@ Result<std::unique_ptr<Kernel>> CreateFastGemm(const GemmAttrs& g, const Facts& 
     if (PackFits(k, n, 1, facts.context().limits)) {
       packed = std::make_shared<const fast::PackedB>(
           fast::PackB(b.data_as<float>().data(), b.shape()[1], k, n, g.trans_b, g.alpha));
+      b_shape = {b.shape()[0], b.shape()[1]};
     }
   }
-  return std::unique_ptr<Kernel>(
-      std::make_unique<FastGemmKernel>(g, std::move(packed), activation, facts.context().threads));
+  return std::unique_ptr<Kernel>(std::make_unique<FastGemmKernel>(
+      g, std::move(packed), b_shape, activation, facts.context().threads));
 }
 
 Result<std::unique_ptr<Kernel>> CreateFastMatMul(const Facts& facts, fast::Activation activation) {
   std::shared_ptr<const std::vector<fast::PackedB>> packed;
+  std::vector<int64_t> b_shape;
   const Value* bv = facts.constant(1);
   if (bv != nullptr && bv->is_tensor() && bv->tensor().element_type() == ElementType::kFloat &&
       !bv->tensor().shape().empty()) {
@@ -730,10 +756,11 @@ Result<std::unique_ptr<Kernel>> CreateFastMatMul(const Facts& facts, fast::Activ
       const float* pb = b.data_as<float>().data();
       for (int64_t i = 0; i < count; ++i) all->push_back(fast::PackB(pb + i * k * n, k, n, false));
       packed = std::move(all);
+      b_shape.assign(bs.begin(), bs.end());
     }
   }
-  return std::unique_ptr<Kernel>(
-      std::make_unique<FastMatMulKernel>(std::move(packed), activation, facts.context().threads));
+  return std::unique_ptr<Kernel>(std::make_unique<FastMatMulKernel>(
+      std::move(packed), std::move(b_shape), activation, facts.context().threads));
 }
 
 // ---- Registration -----------------------------------------------------------------------------

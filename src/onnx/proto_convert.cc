@@ -15,6 +15,7 @@
 #include <optional>
 #include <type_traits>
 
+#include "src/core/buffer_pages.h"
 #include "src/core/text.h"
 #include "src/onnx/external_data.h"
 
@@ -300,6 +301,9 @@ Result<std::optional<RawRef>> FindRawRef(const onnx::TensorProto& p, const LoadC
   return found;
 }
 
+// Copies of misaligned raw_data this large get pages of their own (CopyToOwnPages).
+constexpr uint64_t kOwnPagesBytes = 64 << 10;
+
 // Drops the pages wholly inside `bytes`, part of a read-only private file mapping, from the
 // process's memory: nothing reads them again (their tensor is a copy now), and if something did,
 // the kernel would fault them in again from the file. Pages shared with neighbouring bytes stay.
@@ -330,7 +334,13 @@ Result<Buffer> InPlaceBuffer(const RawRef& ref, ElementType type, const LoadCont
     if (context.raw_stats != nullptr) context.raw_stats->in_place += ref.length;
     return slice;
   }
-  IDEM_ASSIGN_OR_RETURN(Buffer copy, Buffer::CopyOf(slice.bytes()));
+  // Large copies in pages of their own, which go back to the system if the session lets go of
+  // them (weights folded or packed into another form at Create); small ones, or when the system
+  // refuses another mapping, from the heap.
+  Result<Buffer> copy =
+      ref.length >= kOwnPagesBytes ? CopyToOwnPages(slice.bytes()) : Buffer::CopyOf(slice.bytes());
+  if (!copy.ok()) copy = Buffer::CopyOf(slice.bytes());
+  if (!copy.ok()) return std::move(copy).take_status();
   if (context.raw_stats != nullptr) context.raw_stats->copied += ref.length;
   if (context.model_is_file_mapping) DropCopiedFilePages(slice.bytes());
   return copy;

@@ -1,5 +1,9 @@
 #include "src/runtime/executor.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <fmt/format.h>
 
 #include <memory>
@@ -402,6 +406,13 @@ Status Executor::RunPlanned(std::span<const Value> feeds, std::span<const Value>
     }
   }
   recording_.store(false, std::memory_order_release);
+#ifdef __GLIBC__
+  // The recording run's tensors went back to the heap (not the block cache); glibc keeps most of
+  // such freed memory mapped (its mmap threshold grows with the blocks freed), which would leave
+  // the process holding a run's worth of heap beside the arena the next runs take. Once per
+  // recorded set of shapes (at most kMaxMemoryPlans per session).
+  malloc_trim(0);
+#endif
   return status;
 }
 

@@ -1196,6 +1196,15 @@ Status GraphPlanner::PlanNode(size_t n) {
   // Captured outer values are implicit inputs, after the formal ones.
   step.inputs.insert(step.inputs.end(), subgraphs.captures().begin(), subgraphs.captures().end());
   step.kernel = std::move(prepared->kernel);
+  // Constants the kernel took in whole (packed weights) are not passed at run time, so that
+  // ReleaseUnreadConstants can free them.
+  if (const uint64_t absorbed = step.kernel->absorbed_inputs(); absorbed != 0) {
+    for (size_t i = 0; i < node.inputs.size() && i < 64; ++i) {
+      if ((absorbed >> i & 1) != 0 && step.inputs[i].source == ValueRef::Source::kConstant) {
+        step.inputs[i] = ValueRef{};
+      }
+    }
+  }
   step.label = label.str();
   step.output_is_input = schema.output_is_input;
   step.reuses_input0 = schema.reuses_input0;
@@ -1380,6 +1389,29 @@ Status GraphPlanner::PlanAbsorbed(size_t n, const PlannerNodeLabel& label) {
 
 }  // namespace
 
+namespace {
+
+// Drops the plan's constants that no step and no output reads: initializers nothing uses, the
+// inputs of folded nodes, weights a BatchNormalization was folded into (the folded copy is read
+// instead) and weights a kernel absorbed (Kernel::absorbed_inputs). Their slots stay, empty, so
+// indices do not move. A constant also held elsewhere (the GraphDef until Create returns, a
+// subgraph's copy, a kernel) stays alive there; this only lets go of the plan's reference.
+void ReleaseUnreadConstants(Plan& plan) {
+  std::vector<uint8_t> read(plan.constants.size(), 0);
+  auto mark = [&](const ValueRef& ref) {
+    if (ref.source == ValueRef::Source::kConstant) read[static_cast<size_t>(ref.index)] = 1;
+  };
+  for (const Step& step : plan.steps) {
+    for (const ValueRef& ref : step.inputs) mark(ref);
+  }
+  for (const ValueRef& ref : plan.output_refs) mark(ref);
+  for (size_t i = 0; i < plan.constants.size(); ++i) {
+    if (read[i] == 0) plan.constants[i] = Value();
+  }
+}
+
+}  // namespace
+
 Result<Program> BuildProgram(const GraphDef& graph, const KernelRegistry& registry,
                              const SessionOptions& options, const fast::TaskRunner* threads) {
   Program program;
@@ -1387,6 +1419,10 @@ Result<Program> BuildProgram(const GraphDef& graph, const KernelRegistry& regist
   program.plan_memory = options.memory_plan;
   GraphPlanner planner(graph, registry, options, program, nullptr, 0);
   IDEM_RETURN_IF_ERROR(planner.Build(program.main, {}));
+  ReleaseUnreadConstants(program.main);
+  for (const std::unique_ptr<Plan>& subgraph : program.subgraphs) {
+    ReleaseUnreadConstants(*subgraph);
+  }
   return program;
 }
 
