@@ -83,8 +83,8 @@ Result<Buffer> Buffer::MapFile(int fd, uint64_t offset, uint64_t length, const s
 
 Result<Buffer> CopyToOwnPages(std::span<const std::byte> bytes) {
   if (bytes.empty()) return Buffer();
-  void* base =
-      mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* base = mmap(nullptr, bytes.size(), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (base == MAP_FAILED) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("cannot map {} bytes: {}", bytes.size(), strerror(errno)));
