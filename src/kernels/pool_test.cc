@@ -280,6 +280,14 @@ TEST(PoolTest, Fast2DMatchesTheReferenceBitForBit) {
       {{1, 2, 9, 6}, {1, 2}, {3, 2}, {1, 1}, {0, 0, 0, 0}},
       {{1, 1, 300, 40}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
       {{1, 2, 6, 9}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      // 2x2 windows whose rows pair up exactly and whose output rows are narrower than half a
+      // vector (the window rows folded in registers across planes): 8, 2 and 1 outputs wide,
+      // a tail of outputs, and more planes than one stack tile of pair maxima holds.
+      {{1, 48, 32, 16}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 96, 10, 4}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 3, 6, 4}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{2, 300, 4, 8}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {{1, 5, 2, 2}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
   };
   const float nan = std::numeric_limits<float>::quiet_NaN();
   uint32_t seed = 40;

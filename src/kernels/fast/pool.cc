@@ -102,7 +102,8 @@ void Planes(const MaxPoolProblem& pr) {
 // rows are one contiguous run of pairs), then each output row folds its kh rows of those. Take
 // keeps the first maximum in tap order (NaN lowest, ties to the earlier tap), which is
 // associative, so folding each window row's pair first and then the rows gives the bits of the
-// reference's tap-by-tap fold.
+// reference's tap-by-tap fold. Two window rows at row stride 2 are folded in one pass, in
+// registers across planes when the output rows are narrower than half a vector (FoldRowPairs).
 constexpr int64_t kPairTile = 4096;  // floats of pair maxima per plane, on the stack
 
 // out[i] = Take(in[2i], in[2i + 1]) for i < n.
@@ -142,9 +143,54 @@ HWY_INLINE void TakeInto(const float* HWY_RESTRICT v, int64_t n, float* HWY_REST
   }
 }
 
+// y[i] = Take(a[i], b[i]) for i < n: a 2-row window's fold in one pass (y may be neither).
+HWY_INLINE void TakeRows(const float* HWY_RESTRICT a, const float* HWY_RESTRICT b, int64_t n,
+                         float* HWY_RESTRICT y) {
+  const DF d;
+  int64_t i = 0;
+  for (; i + kW <= n; i += kW) hn::StoreU(Take(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
+  if (i < n) {
+    std::copy_n(a + i, n - i, y + i);
+    TakeInto(b + i, n - i, y + i);
+  }
+}
+
 // Take on one lane: the fold of rows narrower than a vector.
 HWY_INLINE float TakeLane(float best, float v) {
   return v > best || (std::isnan(best) && !std::isnan(v)) ? v : best;  // NaN lowest
+}
+
+// The fold of 2-row windows at row stride 2 over rows of the pair maxima narrower than half a
+// vector (openWakeWord's pools to 8, 4, 2 and 1 outputs wide), when every plane's rows pair up
+// exactly (h == 2 oh): then each run of 2 ow pair maxima is one output row's two window rows,
+// across planes too, and a vector of them gives kW / 2 outputs: Take(lanes of the first row,
+// lanes of the second), gathered in registers. `outputs` outputs from 2 * outputs pair maxima.
+// ow must divide kW / 2.
+HWY_INLINE void FoldRowPairs(const float* HWY_RESTRICT pairs, int64_t ow, int64_t outputs,
+                             float* HWY_RESTRICT y) {
+  const DF d;
+  HWY_ALIGN int32_t first[kW];
+  HWY_ALIGN int32_t second[kW];
+  for (int64_t l = 0; l < kW; ++l) {
+    const int64_t o = l % (kW / 2);  // the upper half repeats the lower one (dropped)
+    first[l] = static_cast<int32_t>(o / ow * 2 * ow + o % ow);
+    second[l] = static_cast<int32_t>(first[l] + ow);
+  }
+  const auto take_first = hn::SetTableIndices(d, first);
+  const auto take_second = hn::SetTableIndices(d, second);
+  auto half = [&](const float* p) {
+    const VF v = hn::LoadU(d, p);
+    return Take(hn::TableLookupLanes(v, take_first), hn::TableLookupLanes(v, take_second));
+  };
+  int64_t o = 0;
+  for (; o + kW <= outputs; o += kW) {
+    hn::StoreU(hn::ConcatLowerLower(d, half(pairs + 2 * o + kW), half(pairs + 2 * o)), d, y + o);
+  }
+  for (; o < outputs; ++o) {
+    const int64_t unit = o / ow, j = o % ow;
+    const float* row = pairs + unit * 2 * ow + j;
+    y[o] = TakeLane(row[0], row[ow]);
+  }
 }
 
 void PairPlanes(const MaxPoolProblem& pr) {
@@ -161,10 +207,18 @@ void PairPlanes(const MaxPoolProblem& pr) {
   for (int64_t p0 = 0; p0 < pr.planes; p0 += per_chunk) {
     const int64_t count = std::min(per_chunk, pr.planes - p0);
     PairMaxima(pr.x + p0 * pr.h * pr.w, count * plane_pairs, pairs);
+    if (pr.kh == 2 && pr.sh == 2 && pr.h == 2 * pr.oh && pr.ow < kW && (kW / 2) % pr.ow == 0) {
+      FoldRowPairs(pairs, pr.ow, count * pr.oh * pr.ow, pr.y + p0 * pr.oh * pr.ow);
+      continue;
+    }
     for (int64_t q = 0; q < count; ++q) {
       float* y = pr.y + (p0 + q) * pr.oh * pr.ow;
       for (int64_t oy = 0; oy < pr.oh; ++oy, y += pr.ow) {
         const float* first = pairs + q * plane_pairs + oy * pr.sh * pr.ow;
+        if (pr.ow >= kW && pr.kh == 2) {
+          TakeRows(first, first + pr.ow, pr.ow, y);
+          continue;
+        }
         if (pr.ow >= kW) {
           std::copy_n(first, pr.ow, y);
           for (int64_t ty = 1; ty < pr.kh; ++ty) TakeInto(first + ty * pr.ow, pr.ow, y);
