@@ -3,12 +3,13 @@
 //
 // Numerics: float16 and bfloat16 are widened to float, computed in float and rounded once to
 // nearest-even; float is computed in float, double in double (std:: functions, so the same bits
-// on every run). Neg and Sqrt are one IEEE operation (bit-exact with numpy); Relu, LeakyRelu,
-// HardSigmoid and Clip are written as numpy's reference formulas (np.maximum(x, 0),
-// clip(x, 0, inf) + clip(x, -inf, 0) * alpha, clip(x * alpha + beta, 0, 1)), so they give numpy's
-// bits, zeros' signs included. Log, Tanh and Sigmoid (1 / (1 + exp(-x))) are within a few ulps of
-// the exact result (ONNX's backend tolerances). Integers (Neg, Relu, Clip) are exact; Neg of the
-// minimum wraps to the minimum (two's complement, computed unsigned).
+// on every run). Neg and Sqrt are one IEEE operation (bit-exact with numpy); Relu, HardSigmoid
+// and Clip are written as numpy's reference formulas (np.maximum(x, 0),
+// clip(x * alpha + beta, 0, 1)), so they give numpy's bits, zeros' signs included; LeakyRelu is
+// the spec's `x >= 0 ? x : alpha * x`, which keeps -0 (numpy's formula would give +0). Log, Tanh
+// and Sigmoid (1 / (1 + exp(-x))) are within a few ulps of the exact result (ONNX's backend
+// tolerances). Integers (Neg, Relu, Clip) are exact; Neg of the minimum wraps to the minimum (two's
+// complement, computed unsigned).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -106,14 +107,13 @@ struct ReluFn {
 struct LeakyReluAttrs {
   float alpha = 0.01f;
 };
+// The spec's rule as written: x for x >= 0 (so -0 stays -0, as in ONNX Runtime; numpy's
+// clip(x, 0, inf) + clip(x, -inf, 0) * alpha gives +0 there), alpha * x otherwise (a NaN is
+// quieted by the product, as numpy's formula quiets it).
 struct LeakyReluFn {
   template <class C>
   C operator()(const LeakyReluAttrs& a, C x) const {
-    constexpr C inf = std::numeric_limits<C>::infinity();
-    const C positive = NpMinimum(NpMaximum(x, C(0)), inf);
-    const C negative = NpMinimum(NpMaximum(x, -inf), C(0));
-    const C scaled = negative * static_cast<C>(a.alpha);
-    return positive + scaled;
+    return x >= C(0) ? x : x * static_cast<C>(a.alpha);
   }
 };
 

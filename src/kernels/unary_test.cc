@@ -326,14 +326,17 @@ TEST(ReluTest, NumpyMaximumWithZero) {
 }
 
 TEST(LeakyReluTest, AlphaScalesNegatives) {
-  const std::vector<float> x = {-2.0f, -0.3f, 0.0f, -0.0f, 1.25f, -1e-44f};
-  auto v = ValuesOf<float>(RunOne("LeakyRelu", 16, {Floats({6}, x)}));  // alpha 0.01
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-2.0f, -0.3f, 0.0f, -0.0f, 1.25f, -1e-44f, nan};
+  auto v = ValuesOf<float>(RunOne("LeakyRelu", 16, {Floats({7}, x)}));  // alpha 0.01
   EXPECT_EQ(v[0], -2.0f * 0.01f);
   EXPECT_EQ(v[1], -0.3f * 0.01f);
   EXPECT_EQ(Bits(v[2]), 0u);
-  EXPECT_EQ(Bits(v[3]), 0u);  // numpy's formula gives +0 for -0
+  // f(x) = x for x >= 0: -0 stays -0 (ONNX Runtime's bits too; numpy's formula gives +0).
+  EXPECT_EQ(Bits(v[3]), 0x80000000u);
   EXPECT_EQ(v[4], 1.25f);
-  EXPECT_EQ(Bits(v[5]), 0u);  // -1e-44 * 0.01 underflows to -0; 0 + -0 is +0
+  EXPECT_EQ(Bits(v[5]), 0x80000000u);  // -1e-44 * 0.01 underflows to -0, sign kept
+  EXPECT_TRUE(std::isnan(v[6]));
   auto a = ValuesOf<float>(RunOne("LeakyRelu", 6, {Floats({2}, {-4.0f, 4.0f})},
                                   [](KernelRunner& r) { r.FloatAttr("alpha", 0.5f); }));
   EXPECT_EQ(a, (std::vector<float>{-2.0f, 4.0f}));
