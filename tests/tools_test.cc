@@ -5,12 +5,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "src/core/atomic_file.h"
+#include "src/core/float_convert.h"
 #include "tests/status_matchers.h"
 #include "tools/backend_test.h"
 #include "tools/bench.h"
@@ -408,6 +411,74 @@ TEST(BenchToolTest, ShapedTypesAgreeWithTheDeclaration) {
                 StatusCode::kInvalidArgument, "input 's' seq(float[?,?]): not a tensor");
   EXPECT_STATUS(ShapedType({"o", Type::Optional(unnamed)}, {1, 2}, limits),
                 StatusCode::kInvalidArgument, "use --input o=FILE");
+}
+
+// Generated floats: any bit pattern by default (bit-for-bit comparisons), finite values spread
+// over [-1, 1) for timing (`idem bench`), in every floating-point type idem times.
+TEST(GenerateTest, UnitRangeFillsFiniteValuesSpreadOverMinusOneToOne) {
+  const std::vector<Dim> shape = {Dim{64, ""}, Dim{64, ""}};
+  auto floats_of = [&](ElementType type, uint64_t seed, FloatFill fill) {
+    auto value = GenerateValue(Type::Tensor(type, shape), seed, fill);
+    EXPECT_TRUE(value.ok()) << value.status().message();
+    std::vector<double> out;
+    const Tensor& t = value->tensor();
+    const auto* bytes = t.data().data();
+    for (int64_t i = 0; i < t.element_count(); ++i) {
+      if (type == ElementType::kFloat16 || type == ElementType::kBfloat16) {
+        uint16_t bits = 0;
+        std::memcpy(&bits, bytes + 2 * i, 2);
+        out.push_back(type == ElementType::kFloat16 ? HalfToFloat(bits) : Bf16ToFloat(bits));
+      } else if (type == ElementType::kFloat) {
+        float f = 0;
+        std::memcpy(&f, bytes + 4 * i, 4);
+        out.push_back(f);
+      } else {
+        double d = 0;
+        std::memcpy(&d, bytes + 8 * i, 8);
+        out.push_back(d);
+      }
+    }
+    return out;
+  };
+  for (ElementType type :
+       {ElementType::kFloat, ElementType::kDouble, ElementType::kFloat16, ElementType::kBfloat16}) {
+    const std::string name(ElementTypeName(type));
+    const std::vector<double> v = floats_of(type, 7, FloatFill::kUnitRange);
+    ASSERT_EQ(v.size(), size_t{4096}) << name;
+    double lo = 1, hi = -1, sum = 0;
+    for (double x : v) {
+      ASSERT_TRUE(std::isfinite(x)) << name;
+      ASSERT_GE(x, -1.0) << name;
+      ASSERT_LE(x, 1.0) << name;
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+      sum += x;
+    }
+    EXPECT_LT(lo, -0.99) << name;
+    EXPECT_GT(hi, 0.99) << name;
+    EXPECT_LT(std::abs(sum / 4096), 0.05) << name;  // spread evenly, not one sign
+    EXPECT_EQ(floats_of(type, 7, FloatFill::kUnitRange), v) << name << ": same seed, same values";
+    EXPECT_NE(floats_of(type, 8, FloatFill::kUnitRange), v) << name << ": another seed";
+    // The default keeps any bit pattern: 4096 random floats hold some NaN or infinity.
+    const std::vector<double> bits = floats_of(type, 7, FloatFill::kBitPatterns);
+    EXPECT_TRUE(std::any_of(bits.begin(), bits.end(), [](double x) { return !std::isfinite(x); }))
+        << name;
+  }
+  // Integers and bools stay 0..3 and 0/1 (trip counts, positions) whatever the fill.
+  auto ints = GenerateValue(Type::Tensor(ElementType::kInt64, shape), 3, FloatFill::kUnitRange);
+  ASSERT_TRUE(ints.ok());
+  for (const int64_t x : ints->tensor().data_as<int64_t>()) {
+    ASSERT_GE(x, 0);
+    ASSERT_LE(x, 3);
+  }
+  // Sequences and optionals pass the fill on to their tensors.
+  auto seq = GenerateValue(Type::Sequence(Type::Tensor(ElementType::kFloat, shape)), 5,
+                           FloatFill::kUnitRange);
+  ASSERT_TRUE(seq.ok());
+  for (const Value& item : seq->sequence().values()) {
+    for (float x : item.tensor().data_as<float>())
+      ASSERT_TRUE(std::isfinite(x) && std::abs(x) <= 1);
+  }
 }
 
 TEST(BenchToolTest, RunsTheSeedExample) {

@@ -419,7 +419,7 @@ Result<BenchReport> RunBench(const std::string& model_arg, const BenchOptions& o
   }
   // Generates input `info` as `type` and adds it to the feeds and the report.
   auto generate = [&](const ValueInfo& info, const Type& type, uint64_t seed) -> Status {
-    auto value = GenerateValue(type, seed);
+    auto value = GenerateValue(type, seed, FloatFill::kUnitRange);
     if (!value.ok()) {
       return Status(value.status().code(),
                     fmt::format("{}: input {} ({}): cannot generate it: {}; use --input {}=FILE",

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "idem/buffer.h"
 #include "idem/element_type.h"
+#include "src/core/float_convert.h"
 
 namespace idem::tools {
 
@@ -42,7 +44,49 @@ int SmallIntegerWidth(ElementType type) {
   }
 }
 
-Result<Value> GenerateTensor(const Type& type, uint64_t seed) {
+// The byte width of a floating-point type kUnitRange fills, 0 for every other type (the float8
+// and float4 types keep bit patterns: nothing times them).
+int UnitRangeWidth(ElementType type) {
+  using E = ElementType;
+  switch (type) {
+    case E::kFloat16:
+    case E::kBfloat16:
+      return 2;
+    case E::kFloat:
+      return 4;
+    case E::kDouble:
+      return 8;
+    default:
+      return 0;
+  }
+}
+
+// Stores `unit` (in [-1, 1), a multiple of 2^-24) as one element of a UnitRangeWidth type.
+void StoreUnit(ElementType type, double unit, std::byte* at) {
+  using E = ElementType;
+  switch (type) {
+    case E::kFloat16: {
+      const uint16_t bits = FloatToHalf(static_cast<float>(unit));
+      std::memcpy(at, &bits, sizeof(bits));
+      return;
+    }
+    case E::kBfloat16: {
+      const uint16_t bits = FloatToBf16(static_cast<float>(unit));
+      std::memcpy(at, &bits, sizeof(bits));
+      return;
+    }
+    case E::kFloat: {
+      const auto f = static_cast<float>(unit);
+      std::memcpy(at, &f, sizeof(f));
+      return;
+    }
+    default:
+      std::memcpy(at, &unit, sizeof(unit));
+      return;
+  }
+}
+
+Result<Value> GenerateTensor(const Type& type, uint64_t seed, FloatFill fill) {
   const std::vector<int64_t> shape = ShapeOf(type);
   // A zero dim makes the tensor empty whatever the others are (they are bounded by the checked
   // element count when it is made).
@@ -71,7 +115,18 @@ Result<Value> GenerateTensor(const Type& type, uint64_t seed) {
     return state >> 56;
   };
   const int width = SmallIntegerWidth(type.element_type());
-  if (width == 0) {
+  const int unit_width = fill == FloatFill::kUnitRange ? UnitRangeWidth(type.element_type()) : 0;
+  if (unit_width != 0) {
+    // 24 bits of the generator per element: k / 2^23 - 1 for k in [0, 2^24), exact in every
+    // type above (rounded to nearest in float16 and bfloat16, which stay in [-1, 1]).
+    for (uint64_t i = 0; i < count; ++i) {
+      uint64_t k = next();
+      k = k << 8 | next();
+      k = k << 8 | next();
+      StoreUnit(type.element_type(), static_cast<double>(k) / double{1 << 23} - 1.0,
+                data + i * static_cast<uint64_t>(unit_width));
+    }
+  } else if (width == 0) {
     for (uint64_t i = 0; i < *bytes; ++i) data[i] = static_cast<std::byte>(next());
   } else {
     // Integers and bools are 0..3 (bools 0 or 1), little-endian: such inputs are often trip
@@ -87,20 +142,20 @@ Result<Value> GenerateTensor(const Type& type, uint64_t seed) {
 
 }  // namespace
 
-Result<Value> GenerateValue(const Type& type, uint64_t seed) {
+Result<Value> GenerateValue(const Type& type, uint64_t seed, FloatFill fill) {
   switch (type.kind()) {
     case ValueKind::kTensor:
-      return GenerateTensor(type, seed);
+      return GenerateTensor(type, seed, fill);
     case ValueKind::kSequence: {
       std::vector<Value> items;
       for (uint64_t k = 0; k < 2; ++k) {
-        IDEM_ASSIGN_OR_RETURN(Value v, GenerateValue(type.element(), seed * 31 + k + 1));
+        IDEM_ASSIGN_OR_RETURN(Value v, GenerateValue(type.element(), seed * 31 + k + 1, fill));
         items.push_back(std::move(v));
       }
       return Value::MakeSequence(type.element().element_type(), std::move(items));
     }
     case ValueKind::kOptional: {
-      IDEM_ASSIGN_OR_RETURN(Value v, GenerateValue(type.element(), seed * 17 + 3));
+      IDEM_ASSIGN_OR_RETURN(Value v, GenerateValue(type.element(), seed * 17 + 3, fill));
       return Value::MakeOptional(std::move(v));
     }
   }
