@@ -3,6 +3,11 @@
 --benchmark_format=json, medians when repeated) against bench/ort/ort_models.js's JSON.
 
 usage: compare_models.py IDEM.json ORT.json [--reference IDEM_REFERENCE.json]
+       compare_models.py I1.json,I2.json,I3.json O1.json,O2.json,O3.json
+
+With comma-separated lists (rounds of each runtime, run alternately), each row is the smallest of
+the rounds' medians for each runtime, and Node's call cost the smallest of the rounds' too: this
+VM's speed drifts in bursts, and the best of alternating rounds compares both at their quietest.
 
 Columns: idem (median real time per Run), ONNX Runtime through onnxruntime-node, the same less
 Node's own cost per call (node_tiny: a 5-float Identity model, paid once per Run by every ORT
@@ -32,6 +37,24 @@ def load_idem(path):
     return rows
 
 
+def best_of(paths, load):
+    """Per row, the smallest value over the rounds' files (a row missing from a round is skipped
+    there); the rows in the first file's order."""
+    best = {}
+    for path in paths.split(","):
+        for row, value in load(path).items():
+            if isinstance(value, (int, float)):
+                best[row] = min(best.get(row, value), value)
+            else:
+                best.setdefault(row, value)
+    return best
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
+
+
 def target(row):
     for prefix, t in TARGETS.items():
         if row.startswith(prefix):
@@ -54,9 +77,8 @@ def main():
         i = args.index("--reference")
         reference = load_idem(args[i + 1])
         del args[i:i + 2]
-    idem = load_idem(args[0])
-    with open(args[1]) as f:
-        ort = json.load(f)
+    idem = best_of(args[0], load_idem)
+    ort = best_of(args[1], load_json)
     tiny = ort.get("node_tiny", 0.0)
     header = "| row | idem | ONNX Runtime (Node) | ORT - Node call | idem / ORT | idem / (ORT - call) | target |"
     if reference:
