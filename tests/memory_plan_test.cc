@@ -293,6 +293,74 @@ TEST(MemoryPlanSessionTest, RunsUnlikeTheRecordingStayCorrect) {
   for (size_t i = 0; i < held.size(); ++i) EXPECT_EQ(Values(held[i]), expected[i]) << "run " << i;
 }
 
+// M: int64, x: float[4], big: float[n] -> Loop(M; v = x; v + v) -> out: float[4], and
+// z = ReduceMean(Concat(big, big)): the arena holds the concat (8n bytes). The trip count is a
+// feed's value, not its shape: a run of fewer trips than the recorded one returns a tensor the
+// recording freed (an earlier trip's sum), so it was placed in the arena.
+onnx::ModelProto TripCountModel(int64_t n) {
+  onnx::ModelProto m = EmptyModel(16, 8);
+  auto* g = m.mutable_graph();
+  g->set_name("trip_count");
+  const onnx::TypeProto v_type = TensorTypeProto(ElementType::kFloat, {4});
+  AddValueInfo(g->mutable_input(), "M", TensorTypeProto(ElementType::kInt64, {}));
+  AddValueInfo(g->mutable_input(), "x", v_type);
+  AddValueInfo(g->mutable_input(), "big", TensorTypeProto(ElementType::kFloat, {n}));
+  idem::testing::AddIntAttribute(AddNode(g, "Concat", {"big", "big"}, {"cat"}), "axis", 0);
+  idem::testing::AddIntAttribute(AddNode(g, "ReduceMean", {"cat"}, {"z"}), "keepdims", 1);
+  auto* loop = AddNode(g, "Loop", {"M", "", "x"}, {"out"}, "loop0");
+  onnx::GraphProto body;
+  body.set_name("body");
+  AddValueInfo(body.mutable_input(), "i", TensorTypeProto(ElementType::kInt64, {}));
+  AddValueInfo(body.mutable_input(), "c", TensorTypeProto(ElementType::kBool, {}));
+  AddValueInfo(body.mutable_input(), "v_in", v_type);
+  body.add_output()->set_name("c_out");
+  body.add_output()->set_name("v_out");
+  AddNode(&body, "Identity", {"c"}, {"c_out"});
+  AddNode(&body, "Add", {"v_in", "v_in"}, {"v_out"});
+  idem::testing::SetGraphAttribute(loop, "body", body);
+  AddValueInfo(g->mutable_output(), "out", v_type);
+  AddValueInfo(g->mutable_output(), "z", TensorTypeProto(ElementType::kFloat, {1}));
+  return m;
+}
+
+// An output a run placed in its arena (a run unlike the recording) must not keep the whole arena
+// block alive while the caller holds it: a caller keeping k outputs of 16 bytes would hold k
+// arenas (up to 128 MiB each), and every later run would take a fresh one from the heap.
+TEST(MemoryPlanSessionTest, AnOutputPlacedInTheArenaDoesNotKeepTheArena) {
+  if (!block_cache::Enabled()) GTEST_SKIP() << "the block cache is off under sanitizers";
+  constexpr int64_t kN = 65536;  // the concat: 512 KiB
+  constexpr size_t kConcatBytes = 2 * kN * sizeof(float);
+  const Session session = CreateWith(TripCountModel(kN), true);
+  const Value x = idem::testing::Floats({4}, {1.0f, -2.0f, 3.0f, 0.5f});
+  const Value big = idem::testing::Floats({kN}, std::vector<float>(kN, 0.5f));
+  auto trips = [](int64_t m) {
+    return idem::testing::MakeTensorOf<int64_t>(ElementType::kInt64, {}, {m});
+  };
+  size_t grown = 0;
+  std::vector<std::vector<float>> got;
+  std::thread([&] {
+    // Record with 3 trips, then a planned run of 3 (nothing escapes: its arena returns to this
+    // thread's cache).
+    for (int run = 0; run < 2; ++run) ASSERT_TRUE(session.Run({trips(3), x, big}).ok());
+    const size_t before = block_cache::ThreadStats().bytes;
+    std::vector<Value> held;
+    for (int run = 0; run < 8; ++run) {
+      auto out = session.Run({trips(2), x, big});
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      held.push_back(out.value()[0]);
+    }
+    for (const Value& v : held) got.push_back(Values(v));
+    held.clear();
+    // Whatever the held outputs kept alive has come back to this thread's cache now.
+    const size_t after = block_cache::ThreadStats().bytes;
+    grown = after > before ? after - before : 0;
+  }).join();
+  ASSERT_EQ(got.size(), 8u);
+  for (const auto& v : got) EXPECT_EQ(v, (std::vector<float>{4.0f, -8.0f, 12.0f, 2.0f}));
+  // One arena (or none) more, not one per held output.
+  EXPECT_LT(grown, 2 * kConcatBytes);
+}
+
 TEST(MemoryPlanSessionTest, OtherShapesRunUnplannedWithTheSameResults) {
   const onnx::ModelProto model = GrowingModel(1000, 3);
   // The declared shape is fixed: feed another through a model without the declared dim.

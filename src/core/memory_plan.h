@@ -19,7 +19,9 @@
 // tensor is placed only when every earlier tensor whose bytes it overlaps is dead; otherwise it
 // comes from the block cache. A size that differs from the recording (another branch, another
 // trip count) sends the rest of the run to the block cache. A tensor that outlives its run keeps
-// the whole arena block alive, so no later run can reuse those bytes. Under AddressSanitizer the
+// the whole arena block alive, so no later run can reuse those bytes; the executor copies a run's
+// outputs out of its arena (a run unlike the recording may return a tensor the recording freed),
+// so a caller keeping an output does not keep the arena. Under AddressSanitizer the
 // bytes of dead tensors are poisoned, so a use after free inside the arena is still reported.
 #ifndef IDEM_SRC_CORE_MEMORY_PLAN_H_
 #define IDEM_SRC_CORE_MEMORY_PLAN_H_
@@ -101,6 +103,12 @@ class Arena final : public TensorSource {
   Result<Buffer> Allocate(size_t size, std::byte** writable, bool zeroed) override;
   // How many of this run's allocations took their planned place (tests).
   size_t placed() const { return placed_; }
+  // Whether `data` points into this run's arena: a placed tensor's bytes, or the end of them (an
+  // empty view still holds the tensor).
+  bool Holds(const std::byte* data) const {
+    const auto p = reinterpret_cast<uintptr_t>(data), begin = reinterpret_cast<uintptr_t>(tensors_);
+    return block_ != nullptr && p >= begin && p - begin <= plan_.arena_bytes;
+  }
 
  private:
   bool MakeBlock();

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
 #include <memory>
 #include <new>
 
@@ -358,6 +359,46 @@ bool MemoryPlanKeyMatches(const std::vector<int64_t>& key, std::span<const Value
   return at == key.size();
 }
 
+// Whether a tensor of `v` (or of its sequence or optional) has its bytes in `arena`.
+bool InArena(const memory_plan::Arena& arena, const Value& v) {
+  if (v.is_null()) return false;
+  if (v.is_tensor()) return arena.Holds(v.tensor().data().data());
+  if (v.is_sequence()) {
+    for (const Value& t : v.sequence().values()) {
+      if (InArena(arena, t)) return true;
+    }
+    return false;
+  }
+  return v.optional().has_value() && InArena(arena, v.optional().value());
+}
+
+// `v` with every tensor whose bytes are in `arena` copied to a block of its own: an output (a
+// tensor the recording freed, returned by a run unlike it) would otherwise keep the whole arena
+// block alive for as long as the caller holds it, and each later run would take another.
+Result<Value> CopiedOutOf(const memory_plan::Arena& arena, Value v) {
+  if (!InArena(arena, v)) return v;
+  if (v.is_tensor()) {
+    const Tensor& t = v.tensor();
+    if (t.data().empty()) return Value::MakeTensorFromDims(t.element_type(), t.shape(), Buffer());
+    std::byte* data = nullptr;
+    IDEM_ASSIGN_OR_RETURN(Buffer copy,
+                          block_cache::Allocate(t.data().size(), &data, /*zeroed=*/false));
+    std::memcpy(data, t.data().data(), t.data().size());
+    return Value::MakeTensorFromDims(t.element_type(), t.shape(), std::move(copy));
+  }
+  if (v.is_sequence()) {
+    std::vector<Value> tensors;
+    tensors.reserve(v.sequence().size());
+    for (const Value& t : v.sequence().values()) {
+      IDEM_ASSIGN_OR_RETURN(Value copied, CopiedOutOf(arena, t));
+      tensors.push_back(std::move(copied));
+    }
+    return Value::MakeSequence(v.sequence().element_type(), std::move(tensors));
+  }
+  IDEM_ASSIGN_OR_RETURN(Value element, CopiedOutOf(arena, v.optional().value()));
+  return Value::MakeOptional(std::move(element), v.optional().element_type());
+}
+
 }  // namespace
 
 const Executor::MemoryPlanEntry* Executor::FindMemoryPlan(std::span<const Value> feeds) const {
@@ -376,7 +417,13 @@ Status Executor::RunPlanned(std::span<const Value> feeds, std::span<const Value>
       return RunFrameWith(feeds, overrides, limits, options, outputs, nullptr);
     }
     memory_plan::Arena arena(*entry->plan);
-    return RunFrameWith(feeds, overrides, limits, options, outputs, &arena);
+    IDEM_RETURN_IF_ERROR(RunFrameWith(feeds, overrides, limits, options, outputs, &arena));
+    if (arena.placed() > 0) {
+      for (Value& output : outputs) {
+        IDEM_ASSIGN_OR_RETURN(output, CopiedOutOf(arena, std::move(output)));
+      }
+    }
+    return {};
   }
   // No plan for these shapes: record this run, unless every plan is taken or another run is
   // recording now.
