@@ -444,12 +444,14 @@ Status Executor::RunPlanned(std::span<const Value> feeds, std::span<const Value>
       entry->plan = recorder.Finish(memory_plan::kMaxArenaBytes);
     }
   }
+  [[maybe_unused]] bool published = false;
   if (status.ok()) {
     std::lock_guard<std::mutex> lock(memory_plans_mutex_);
     const size_t count = memory_plan_count_.load(std::memory_order_relaxed);
     if (count < kMaxMemoryPlans && FindMemoryPlan(feeds) == nullptr) {
       memory_plans_[count] = std::move(entry);
       memory_plan_count_.store(count + 1, std::memory_order_release);
+      published = true;
     }
   }
   recording_.store(false, std::memory_order_release);
@@ -457,8 +459,9 @@ Status Executor::RunPlanned(std::span<const Value> feeds, std::span<const Value>
   // The recording run's tensors went back to the heap (not the block cache); glibc keeps most of
   // such freed memory mapped (its mmap threshold grows with the blocks freed), which would leave
   // the process holding a run's worth of heap beside the arena the next runs take. Once per
-  // recorded set of shapes (at most kMaxMemoryPlans per session).
-  malloc_trim(0);
+  // published plan (at most kMaxMemoryPlans per session): a run that fails publishes none and
+  // records again next time, and must not pay for a trim each time.
+  if (published) malloc_trim(0);
 #endif
   return status;
 }
