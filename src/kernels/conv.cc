@@ -751,12 +751,10 @@ class ConvKernel final : public Kernel {
 //   few output pixels (P < kPixelPath, Silero's 1-4 frames): the pixels' patches (P x K,
 //     tap-major) times W_g^T packed once at Create (K x Mg), stored transposed into NCHW;
 //   one row or one column of 3 taps at unit stride (openWakeWord's 1x3 and 3x1 Convs, at least
-//     kWinogradChannels channels in and out, W within WinogradBounded's range): Winograd F(4, 3)
-//     (fast/winograd.h), 6 products of the transformed weights (made on the first run when W is
-//     constant) by the transformed input tiles, in blocks of tiles. Half the multiply-adds, and
-//     other roundings (within 1e-7 of the sum of |w x| over the terms). A run whose sums are not
-//     all finite before the activation (an inf or NaN in X, an overflow) is done again on the
-//     path below that would have taken it;
+//     kWinogradChannels channels in and out, X and W within WinogradBounded's range): Winograd
+//     F(4, 3) (fast/winograd.h), 6 products of the transformed weights (made on the first run
+//     when W is constant) by the transformed input tiles, in blocks of tiles. Half the
+//     multiply-adds, and other roundings (within 1e-7 of the sum of |w x| over the terms);
 //   one column of taps without padding, or one row padded to keep the width: a product per tap
 //     reading X in place (RunTapMajor, RunRowTaps);
 //   otherwise: W_g (Mg x K, as stored) times the im2col columns (K x P, or X itself for a 1x1
@@ -1366,10 +1364,8 @@ class FastConvKernel final : public Kernel {
     return t;
   }
 
-  // Whether every block's sums were finite (fast::WinogradOutput): when one was not, Y is to be
-  // computed on the direct path, and the blocks not yet begun are skipped.
-  Result<bool> RunWinograd(RunContext& ctx, const Conv2D& g, const fast::WinogradPlanes& planes,
-                           const float* x, const float* u, const float* b, float* y) const {
+  Status RunWinograd(RunContext& ctx, const Conv2D& g, const fast::WinogradPlanes& planes,
+                     const float* x, const float* u, const float* b, float* y) const {
     constexpr int64_t kPoints = fast::kWinogradPoints;
     const int64_t tiles = planes.tiles();
     // Blocks of about kWinogradBlockFloats of transformed tiles and products, of equal sizes in
@@ -1390,13 +1386,12 @@ class FastConvKernel final : public Kernel {
     const int64_t v_floats = kPoints * g.cg * ld + ld + 16, m_floats = kPoints * g.mg * ld;
     IDEM_RETURN_IF_ERROR(
         ctx.CheckAllocation(static_cast<uint64_t>(v_floats + m_floats) * sizeof(float)));
-    std::atomic<bool> finite{true};
     fast::ParallelFor(
         threads_, g.n * g.group * blocks, Fmas(g) / 2, [&](int64_t begin, int64_t end) {
           float* v = fast::ThreadScratch(2, static_cast<size_t>(v_floats));
           float* lane_t = v + kPoints * g.cg * ld;
           float* products = fast::ThreadScratch(3, static_cast<size_t>(m_floats));
-          for (int64_t item = begin; item < end && finite.load(std::memory_order_relaxed); ++item) {
+          for (int64_t item = begin; item < end; ++item) {
             const int64_t n = item / (g.group * blocks);
             const int64_t gi = item / blocks % g.group;
             const int64_t g0 = item % blocks * block, g1 = std::min(tiles, g0 + block);
@@ -1407,14 +1402,11 @@ class FastConvKernel final : public Kernel {
               fast::GemmUnpacked(ug + xi * g.mg * g.cg, g.cg, v + xi * g.cg * ld, ld,
                                  products + xi * g.mg * ld, ld, g.mg, g1 - g0, g.cg);
             }
-            if (!fast::WinogradOutput(planes, products, ld, g.mg,
-                                      b != nullptr ? b + gi * g.mg : nullptr, activation_, g0, g1,
-                                      y + (n * g.m + gi * g.mg) * g.pixels())) {
-              finite.store(false, std::memory_order_relaxed);
-            }
+            fast::WinogradOutput(planes, products, ld, g.mg, b != nullptr ? b + gi * g.mg : nullptr,
+                                 activation_, g0, g1, y + (n * g.m + gi * g.mg) * g.pixels());
           }
         });
-    return finite.load();
+    return {};
   }
 
   Status RunColumns(RunContext& ctx, const Conv2D& g, const float* x, const float* w,
@@ -1433,13 +1425,10 @@ class FastConvKernel final : public Kernel {
       return {};
     }
     if (auto planes = WinogradGeometry(g)) {
-      // Huge or non-finite values take the direct path: W's (WinogradBounded), and X's as the
-      // output transform finds them (an inf or NaN sum before the activation), Y then made
-      // again from the start.
-      IDEM_ASSIGN_OR_RETURN(const float* u, WinogradWeightsOf(ctx, g, w));
-      if (u != nullptr) {
-        IDEM_ASSIGN_OR_RETURN(const bool finite, RunWinograd(ctx, g, *planes, x, u, b, y));
-        if (finite) return {};
+      // Huge or non-finite values (in X or W) take the direct path: see WinogradBounded.
+      if (fast::WinogradBounded(x, g.n * g.c * g.in_plane())) {
+        IDEM_ASSIGN_OR_RETURN(const float* u, WinogradWeightsOf(ctx, g, w));
+        if (u != nullptr) return RunWinograd(ctx, g, *planes, x, u, b, y);
       }
     }
     if (TapMajor(g)) return RunTapMajor(ctx, g, x, w, b, y);

@@ -209,8 +209,7 @@ void InputTarget(const WinogradPlanes& p, const float* x, int64_t channels, int6
 // switch runs per vector.
 template <bool kFull>
 HWY_INLINE void OutputVector(DF d, const float* m, int64_t xs, int64_t count, bool has_bias,
-                             VF bias, const Activation& act, VF& o0, VF& o1, VF& o2, VF& o3,
-                             VF& check) {
+                             VF bias, const Activation& act, VF& o0, VF& o1, VF& o2, VF& o3) {
   auto load = [&](int64_t xi) {
     return kFull ? hn::LoadU(d, m + xi * xs) : LoadFirst(d, m + xi * xs, count);
   };
@@ -229,9 +228,6 @@ HWY_INLINE void OutputVector(DF d, const float* m, int64_t xs, int64_t count, bo
     o2 = hn::Add(o2, bias);
     o3 = hn::Add(o3, bias);
   }
-  // Before the activation, which may map inf to a finite value (Clip, a Max bound): 0 times the
-  // four sums is 0 while they are finite, NaN from the first inf or NaN on, and stays NaN.
-  check = hn::Add(check, hn::Mul(hn::Add(hn::Add(o0, o1), hn::Add(o2, o3)), hn::Zero(d)));
   o0 = Activate(d, o0, act);
   o1 = Activate(d, o1, act);
   o2 = Activate(d, o2, act);
@@ -240,7 +236,7 @@ HWY_INLINE void OutputVector(DF d, const float* m, int64_t xs, int64_t count, bo
 
 // The output transform with the activation's kind a constant.
 template <Activation::Kind kKind>
-bool OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
+void OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
                 const float* bias, const Activation& activation, int64_t g0, int64_t g1, float* y) {
   const DF d;
   // A copy the stores to y cannot alias, so its fields stay in registers.
@@ -249,7 +245,6 @@ bool OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t ou
   const int64_t w = p.w, xs = outputs * ldm;
   const bool has_bias = bias != nullptr;
   VF o0, o1, o2, o3;
-  VF check = hn::Zero(d);
   for (int64_t o = 0; o < outputs; ++o) {
     float* yo = y + o * p.out_plane();
     const float* mo = m + o * ldm - g0;  // tile g's products at mo + g
@@ -258,12 +253,12 @@ bool OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t ou
       // Tile g's outputs are the plane's floats 4g .. 4g + 3: one interleaved store per vector.
       int64_t g = g0;
       for (; g + kW <= g1; g += kW) {
-        OutputVector<true>(d, mo + g, xs, kW, has_bias, b, act, o0, o1, o2, o3, check);
+        OutputVector<true>(d, mo + g, xs, kW, has_bias, b, act, o0, o1, o2, o3);
         hn::StoreInterleaved4(o0, o1, o2, o3, d, yo + 4 * g);
       }
       if (g < g1) {
         const int64_t count = g1 - g;
-        OutputVector<false>(d, mo + g, xs, count, has_bias, b, act, o0, o1, o2, o3, check);
+        OutputVector<false>(d, mo + g, xs, count, has_bias, b, act, o0, o1, o2, o3);
         HWY_ALIGN float staged[4 * kW];
         hn::StoreInterleaved4(o0, o1, o2, o3, d, staged);
         std::memcpy(yo + 4 * g, staged, static_cast<size_t>(4 * count) * sizeof(float));
@@ -275,7 +270,7 @@ bool OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t ou
       const bool whole = 4 * t + 3 < p.oh;  // all 4 output rows inside the plane
       int64_t x0 = 0;
       for (; whole && x0 + kW <= w; x0 += kW) {
-        OutputVector<true>(d, mo + t * w + x0, xs, kW, has_bias, b, act, o0, o1, o2, o3, check);
+        OutputVector<true>(d, mo + t * w + x0, xs, kW, has_bias, b, act, o0, o1, o2, o3);
         hn::StoreU(o0, d, row + x0);
         hn::StoreU(o1, d, row + w + x0);
         hn::StoreU(o2, d, row + 2 * w + x0);
@@ -283,7 +278,7 @@ bool OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t ou
       }
       for (; x0 < w; x0 += kW) {
         const int64_t count = std::min<int64_t>(kW, w - x0);
-        OutputVector<false>(d, mo + t * w + x0, xs, count, has_bias, b, act, o0, o1, o2, o3, check);
+        OutputVector<false>(d, mo + t * w + x0, xs, count, has_bias, b, act, o0, o1, o2, o3);
         const VF outs[4] = {o0, o1, o2, o3};
         for (int64_t i = 0; i < 4 && 4 * t + i < p.oh; ++i) {
           StoreFirst(outs[i], d, row + i * w + x0, count);
@@ -291,10 +286,9 @@ bool OutputKind(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t ou
       }
     }
   }
-  return hn::AllFalse(d, hn::IsNaN(check));
 }
 
-bool OutputTarget(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
+void OutputTarget(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
                   const float* bias, const Activation& act, int64_t g0, int64_t g1, float* y) {
   using K = Activation::Kind;
   switch (act.kind) {
@@ -313,7 +307,6 @@ bool OutputTarget(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t 
     case K::kHardSwish:
       return OutputKind<K::kHardSwish>(p, m, ldm, outputs, bias, act, g0, g1, y);
   }
-  return true;
 }
 
 }  // namespace
@@ -356,11 +349,11 @@ void WinogradInput(const WinogradPlanes& p, const float* x, int64_t channels, in
   HWY_DYNAMIC_DISPATCH(InputTarget)(p, x, channels, g0, g1, v, ldv, lane_t);
 }
 
-bool WinogradOutput(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
+void WinogradOutput(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
                     const float* bias, const Activation& activation, int64_t g0, int64_t g1,
                     float* y) {
-  if (g1 <= g0) return true;
-  return HWY_DYNAMIC_DISPATCH(OutputTarget)(p, m, ldm, outputs, bias, activation, g0, g1, y);
+  if (g1 <= g0) return;
+  HWY_DYNAMIC_DISPATCH(OutputTarget)(p, m, ldm, outputs, bias, activation, g0, g1, y);
 }
 
 }  // namespace idem::fast

@@ -25,13 +25,10 @@ namespace idem::fast {
 inline constexpr int64_t kWinogradPoints = 6;   // inputs per tile, and transform points
 inline constexpr int64_t kWinogradOutputs = 4;  // outputs per tile
 
-// Weights of magnitude at most this keep every intermediate of the transforms and products
-// finite for inputs as large (2^48 squared, times the transforms' factors and up to 2^20
-// channels, stays under float's 2^128); larger weights (or inf, NaN) take the direct path,
-// checked once per constant W. X is not scanned: a tile's 6 inputs mix, so one inf would turn
-// all 4 of its outputs to NaN where the direct sum gives finite values, but an inf or NaN input,
-// like any overflow, always leaves an inf or NaN among the tile's sums before the activation
-// (+, - and * never make them finite again), which WinogradOutput reports.
+// Inputs and weights of magnitude at most this keep every intermediate of the transforms and
+// products finite (2^48 squared, times the transforms' factors and up to 2^20 channels, stays
+// under float's 2^128). Larger values (or inf, NaN) take the direct path: a tile's 6 inputs mix,
+// so one inf would turn all 4 of its outputs to NaN where the direct sum gives finite values.
 inline constexpr float kWinogradMaxMagnitude = 281474976710656.0f;  // 2^48
 
 // Whether every one of the n floats at x is at most kWinogradMaxMagnitude in magnitude (false
@@ -70,10 +67,8 @@ void WinogradInput(const WinogradPlanes& p, const float* x, int64_t channels, in
 // Output transform of tiles [g0, g1) for `outputs` planes at y (plane stride out_plane()) from
 // the products m[(xi * outputs + o) * ldm + (g - g0)]: y = act(A^T m + bias[o]) (no add without
 // a bias; the activation's bits as in the packed GEMM's epilogue), outputs past the plane's end
-// of a line not written. Returns false when any of the block's sums before the activation (those
-// past a line's end included) is inf or NaN, or four of them overflow together: y then holds
-// nothing to use, and the caller computes it on the direct path.
-bool WinogradOutput(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
+// of a line not written.
+void WinogradOutput(const WinogradPlanes& p, const float* m, int64_t ldm, int64_t outputs,
                     const float* bias, const Activation& activation, int64_t g0, int64_t g1,
                     float* y);
 
