@@ -754,7 +754,8 @@ class ConvKernel final : public Kernel {
 //     kWinogradChannels channels in and out, X and W within WinogradBounded's range): Winograd
 //     F(4, 3) (fast/winograd.h), 6 products of the transformed weights (made on the first run
 //     when W is constant) by the transformed input tiles, in blocks of tiles. Half the
-//     multiply-adds, and other roundings (within 1e-7 of the sum of |w x| over the terms);
+//     multiply-adds, and other roundings (within about 1e-7 of the sum of |w x| over the tile's
+//     6 inputs, not only the output's own 3: see fast/winograd.h);
 //   one column of taps without padding, or one row padded to keep the width: a product per tap
 //     reading X in place (RunTapMajor, RunRowTaps);
 //   otherwise: W_g (Mg x K, as stored) times the im2col columns (K x P, or X itself for a 1x1

@@ -12,7 +12,12 @@
 // fused multiply-add: this file is compiled without contraction), the same on every SIMD target
 // and every split of the tiles, so the Conv's results are the same bits on every target and
 // thread count. They are not the bits of the direct sum: each output rounds differently, within
-// about 1e-7 of the sum of |w x| over its terms (tested against the reference kernel at 1e-5).
+// about 1e-7 of the sum of |w x| over its tile's terms (tested against the reference kernel at
+// 1e-5). Over the tile's, not only its own: the transforms mix a tile's 6 inputs, so an output
+// beside an input 1000 times larger than its own 3 carries an error of about 1e-4 of its own
+// magnitude (a direct sum's error would be about 1e-7 of it). Inputs beyond
+// kWinogradMaxMagnitude, where that error would swamp the result or the sums overflow, take the
+// direct path.
 #ifndef IDEM_SRC_KERNELS_FAST_WINOGRAD_H_
 #define IDEM_SRC_KERNELS_FAST_WINOGRAD_H_
 
