@@ -15,9 +15,8 @@
 // about 1e-7 of the sum of |w x| over its tile's terms (tested against the reference kernel at
 // 1e-5). Over the tile's, not only its own: the transforms mix a tile's 6 inputs, so an output
 // beside an input 1000 times larger than its own 3 carries an error of about 1e-4 of its own
-// magnitude (a direct sum's error would be about 1e-7 of it). Inputs beyond
-// kWinogradMaxMagnitude, where that error would swamp the result or the sums overflow, take the
-// direct path.
+// magnitude (a direct sum's error would be about 1e-7 of it), and the error grows with that
+// spread. Inputs beyond kWinogradMaxMagnitude (where sums could overflow) take the direct path.
 #ifndef IDEM_SRC_KERNELS_FAST_WINOGRAD_H_
 #define IDEM_SRC_KERNELS_FAST_WINOGRAD_H_
 
