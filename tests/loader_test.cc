@@ -221,7 +221,7 @@ TEST(ModelInPlaceTest, TheReservedFieldIsRefused) {
   EXPECT_STATUS(from_proto, StatusCode::kInvalidModel, "reserves");
 }
 
-TEST(ModelInPlaceTest, MappedFileOutlivesTheSession) {
+TEST(ModelInPlaceTest, ValuesOutliveTheSessionAndTheFile) {
   const std::string path = ::testing::TempDir() + "/idem_inplace_model.onnx";
   {
     std::string bytes = InitializerModel(4096).SerializeAsString();
@@ -239,7 +239,7 @@ TEST(ModelInPlaceTest, MappedFileOutlivesTheSession) {
     outputs = std::move(out).value();
   }
   unlink(path.c_str());
-  // The session is gone and the file unlinked; the value still holds the mapping.
+  // The session is gone and the file unlinked; the value still holds the bytes it points into.
   const Tensor& y = outputs[0].tensor();
   ASSERT_EQ(y.data().size(), 4u * 4096);
   EXPECT_EQ(static_cast<uint8_t>(y.data().data()[5]), static_cast<uint8_t>(5 * 7 + 1));
@@ -269,6 +269,101 @@ TEST(ModelInPlaceTest, CopyModeReadsTheFileOnce) {
   unlink(path.c_str());
 }
 
+// Writes `bytes` to a fresh file under TempDir() and returns its path.
+std::string WriteTempModel(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+// A small model file is read into memory the loader owns, where a misaligned payload is moved back
+// over its own tag and length into alignment instead of being copied: every payload keeps its
+// bytes and its neighbours' (payloads of each element size, misaligned by every amount, back to
+// back), only those whose framing is shorter than their misalignment are copied, and the counts
+// say which. The same model from the caller's bytes (which idem never writes) copies instead.
+TEST(ModelInPlaceTest, SmallFilesMoveMisalignedPayloadsIntoAlignment) {
+  onnx::ModelProto m = EmptyModel(13, 8);
+  auto* g = m.mutable_graph();
+  struct Payload {
+    std::string name;
+    ElementType type;
+    std::string raw;
+  };
+  std::vector<Payload> payloads;
+  std::mt19937 rng(3);
+  const ElementType types[] = {ElementType::kFloat, ElementType::kDouble, ElementType::kInt16,
+                               ElementType::kInt64, ElementType::kUint8};
+  // Name lengths 1 to 8 move each payload's offset through every residue; counts from 1 element
+  // (a 1-byte length varint: 2 bytes of framing) to 300 (2 bytes of varint: 3 of framing).
+  for (int i = 0; i < 40; ++i) {
+    const ElementType type = types[i % 5];
+    const int count = (i / 5) % 2 == 0 ? 1 + i % 3 : 300;
+    Payload p{std::string(static_cast<size_t>(1 + i % 8), static_cast<char>('a' + i % 26)) +
+                  std::to_string(i),
+              type, std::string(static_cast<size_t>(count) * (ElementBits(type) / 8), '\0')};
+    for (char& c : p.raw) c = static_cast<char>(rng());
+    auto* t = g->add_initializer();
+    t->set_name(p.name);
+    t->set_data_type(static_cast<int32_t>(type));
+    t->add_dims(count);
+    t->set_raw_data(p.raw);
+    payloads.push_back(std::move(p));
+  }
+  // One more whose raw_data field appears twice: the last one is the payload (as protobuf reads
+  // it), and moving it must not disturb the first.
+  {
+    Payload p{"twice", ElementType::kFloat, std::string(400, '\0')};
+    for (char& c : p.raw) c = static_cast<char>(rng());
+    auto* t = g->add_initializer();
+    t->set_name(p.name);
+    t->set_data_type(static_cast<int32_t>(ElementType::kFloat));
+    t->add_dims(100);
+    t->set_raw_data(std::string(400, 'x'));
+    t->mutable_unknown_fields()->AddLengthDelimited(9, p.raw);
+    payloads.push_back(std::move(p));
+  }
+  AddNode(g, "Identity", {payloads[0].name}, {"y"}, "id");
+  AddValueInfo(g->mutable_output(), "y", TensorTypeProto(payloads[0].type, {1}));
+  const std::string bytes = m.SerializeAsString();
+  ASSERT_LE(bytes.size(), kReadWholeFileBytes);
+  const std::string path = WriteTempModel("idem_shifted_payloads.onnx", bytes);
+
+  auto check = [&](const GraphDef& graph, const char* source) {
+    ASSERT_EQ(graph.initializers.size(), payloads.size()) << source;
+    uint64_t total = 0;
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      const Tensor& t = graph.initializers[i].value.tensor();
+      const std::string& raw = payloads[i].raw;
+      total += raw.size();
+      ASSERT_EQ(t.data().size(), raw.size()) << source << " " << payloads[i].name;
+      EXPECT_EQ(std::memcmp(t.data().data(), raw.data(), raw.size()), 0)
+          << source << " " << payloads[i].name;
+      const auto alignment = static_cast<uintptr_t>(ElementBits(payloads[i].type) / 8);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data().data()) % alignment, 0u)
+          << source << " " << payloads[i].name;
+    }
+    EXPECT_EQ(graph.raw_bytes_in_place + graph.raw_bytes_copied, total) << source;
+  };
+  auto from_file = LoadGraphFromFile(path, Limits{}, ExternalDataOptions{});
+  ASSERT_TRUE(from_file.ok()) << from_file.status().message();
+  check(*from_file, "file");
+  EXPECT_GT(from_file->raw_bytes_shifted, 0u);
+  EXPECT_LE(from_file->raw_bytes_shifted, from_file->raw_bytes_in_place);
+  auto from_bytes = LoadGraphFromBytes(AsBytes(bytes), "", Limits{});
+  ASSERT_TRUE(from_bytes.ok()) << from_bytes.status().message();
+  check(*from_bytes, "caller's bytes");
+  EXPECT_EQ(from_bytes->raw_bytes_shifted, 0u);
+  // Moving saves copies: what the caller's bytes copy, the file moves (all but the 8-byte
+  // elements misaligned by more than their framing).
+  EXPECT_LT(from_file->raw_bytes_copied, from_bytes->raw_bytes_copied);
+  auto session = Session::Create(path);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  EXPECT_NE(session->Describe().find("moved into alignment"), std::string::npos)
+      << session->Describe();
+  unlink(path.c_str());
+}
+
 // KiB of `path`'s mappings resident in this process (/proc/self/smaps), or -1 if none is mapped.
 long ResidentKiBOfMapping(const std::string& path) {
   std::ifstream smaps("/proc/self/smaps");
@@ -287,6 +382,36 @@ long ResidentKiBOfMapping(const std::string& path) {
     }
   }
   return total;
+}
+
+// A model file of at most kReadWholeFileBytes is read, not mapped: truncating it after Create
+// (a SIGBUS for a mapped one's next read) leaves the session and its values as they were, and
+// the process maps nothing of it. The 16 MiB model below is still mapped.
+TEST(ModelInPlaceTest, SmallFilesAreReadNotMapped) {
+  const std::string path = ::testing::TempDir() + "/idem_small_read_model.onnx";
+  {
+    std::string bytes = InitializerModel(4096).SerializeAsString();
+    ASSERT_LE(bytes.size(), kReadWholeFileBytes);
+    FILE* f = fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    fwrite(bytes.data(), 1, bytes.size(), f);
+    fclose(f);
+  }
+  auto session = Session::Create(path);
+  ASSERT_TRUE(session.ok()) << session.status().message();
+  char* canonical = realpath(path.c_str(), nullptr);
+  ASSERT_NE(canonical, nullptr);
+  const std::string real_path = canonical;
+  free(canonical);  // NOLINT(cppcoreguidelines-no-malloc): realpath's contract
+  EXPECT_EQ(ResidentKiBOfMapping(real_path), -1) << real_path << " is mapped";
+  ASSERT_EQ(truncate(path.c_str(), 0), 0);
+  auto out = session->Run(std::span<const Value>{});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const Tensor& y = (*out)[0].tensor();
+  ASSERT_EQ(y.data().size(), 4u * 4096);
+  EXPECT_EQ(static_cast<uint8_t>(y.data().data()[4 * 4096 - 1]),
+            static_cast<uint8_t>((4 * 4096 - 1) * 7 + 1));
+  unlink(path.c_str());
 }
 
 // Misaligned raw_data is copied out of the mapped file; the file's pages it was read from are then

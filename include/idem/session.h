@@ -41,7 +41,8 @@ class IDEM_API alignas(64) Session {
  public:
   // `path` names a .onnx file; external data is resolved inside its folder. The file is mapped
   // read-only and raw_data tensors point into the mapping (which they keep alive), so the file
-  // must stay unchanged while the session or any of its values exists. Files over 2 GiB work.
+  // must stay unchanged while the session or any of its values exists (a file of at most 4 MiB
+  // is read into memory instead, which is cheaper than mapping it). Files over 2 GiB work.
   static Result<Session> Create(const std::string& path, const SessionOptions& options = {});
   // `bytes` is a serialized ModelProto. External data resolves against `base_dir` (empty: external
   // data is refused). The bytes are borrowed, not copied: raw_data tensors point into them, so

@@ -91,9 +91,12 @@ struct GraphDef {
   std::vector<ValueInfo> value_infos;
   std::vector<NamedValue> initializers;
   std::vector<NodeDef> nodes;
-  // raw_data payloads left where the model's bytes are (file mapping or caller's buffer), and
-  // those copied because they were not aligned for their element type.
+  // raw_data payloads left where the model's bytes are (file mapping, caller's buffer or a small
+  // file read into the heap), of those the bytes moved back a few bytes into alignment (only in
+  // memory the loader owns), and those copied because they were not aligned for their element
+  // type.
   uint64_t raw_bytes_in_place = 0;
+  uint64_t raw_bytes_shifted = 0;
   uint64_t raw_bytes_copied = 0;
 };
 

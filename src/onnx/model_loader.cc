@@ -12,6 +12,7 @@
 #include <iterator>
 #include <limits>
 
+#include "src/core/block_cache.h"
 #include "src/core/huge_pages.h"
 #include "src/core/text.h"
 #include "src/onnx/proto_convert.h"
@@ -350,9 +351,12 @@ Result<GraphDef> LoadGraphFromProto(const onnx::ModelProto& model, const std::st
 namespace {
 
 // `file_mapping`: `bytes` is a read-only private mapping of the model file (MapModelFile), whose
-// pages the loader may drop from memory once it has copied what they hold.
+// pages the loader may drop from memory once it has copied what they hold. `writable`: bytes.data()
+// is memory the loader alone owns (a file read into the heap), where misaligned raw_data may be
+// moved into alignment (LoadContext::writable_model_bytes).
 Result<GraphDef> LoadGraph(const Buffer& bytes, const std::string& base_dir, const Limits& limits,
-                           const ExternalDataOptions& external, bool file_mapping) {
+                           const ExternalDataOptions& external, bool file_mapping,
+                           std::byte* writable = nullptr) {
   if (bytes.size() > limits.max_model_bytes) {
     return Status(StatusCode::kResourceExhausted,
                   fmt::format("model of {} bytes exceeds max_model_bytes {}", bytes.size(),
@@ -392,9 +396,16 @@ Result<GraphDef> LoadGraph(const Buffer& bytes, const std::string& base_dir, con
   context.raw_refs = compact->refs;
   context.raw_stats = &stats;
   context.model_is_file_mapping = file_mapping;
+  std::vector<int8_t> shifts;
+  if (writable != nullptr && writable == bytes.data()) {
+    shifts.assign(compact->refs.size(), -1);
+    context.writable_model_bytes = writable;
+    context.raw_ref_shifts = &shifts;
+  }
   auto graph = ConvertModel(model, context, &compact.value());
   if (!graph.ok()) return graph;
   graph->raw_bytes_in_place = stats.in_place;
+  graph->raw_bytes_shifted = stats.shifted;
   graph->raw_bytes_copied = stats.copied;
   return graph;
 }
@@ -412,7 +423,9 @@ Result<GraphDef> LoadGraphFromBytes(std::span<const std::byte> bytes, const std:
                              external);
 }
 
-Result<Buffer> MapModelFile(const std::string& path, uint64_t max_bytes, bool copy) {
+Result<Buffer> MapModelFile(const std::string& path, uint64_t max_bytes, bool copy,
+                            std::byte** writable) {
+  if (writable != nullptr) *writable = nullptr;
   // O_NONBLOCK so a FIFO given as a model cannot hang us; then insist on a regular file.
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
@@ -427,12 +440,17 @@ Result<Buffer> MapModelFile(const std::string& path, uint64_t max_bytes, bool co
     result = Status(
         StatusCode::kResourceExhausted,
         fmt::format("{}: {} bytes exceed the limit of {} bytes", path, st.st_size, max_bytes));
-  } else if (!copy) {
+  } else if (st.st_size == 0) {
+    result = Buffer();  // LoadGraph says the model is empty
+  } else if (!copy && static_cast<uint64_t>(st.st_size) > kReadWholeFileBytes) {
     result = Buffer::MapFile(fd, 0, static_cast<uint64_t>(st.st_size), path);
   } else {
-    // Read once into aligned heap memory: values stay valid whatever happens to the file.
+    // Read once into aligned heap memory: values stay valid whatever happens to the file. For a
+    // small model this is also the cheaper way in: a block from the cache and one read, where a
+    // fresh mapping costs a page fault per few pages (plus the mapping's own set-up and removal),
+    // each of which is dear under a hypervisor.
     std::byte* out = nullptr;
-    result = Buffer::Allocate(static_cast<size_t>(st.st_size), &out);
+    result = block_cache::Allocate(static_cast<size_t>(st.st_size), &out, /*zeroed=*/false);
     size_t done = 0;
     while (result.ok() && done < static_cast<size_t>(st.st_size)) {
       const ssize_t n = read(fd, out + done, static_cast<size_t>(st.st_size) - done);
@@ -443,6 +461,7 @@ Result<Buffer> MapModelFile(const std::string& path, uint64_t max_bytes, bool co
       }
       done += static_cast<size_t>(n);
     }
+    if (result.ok() && writable != nullptr) *writable = out;
   }
   close(fd);
   return result;
@@ -453,10 +472,11 @@ Result<GraphDef> LoadGraphFromFile(const std::string& path, const Limits& limits
   // kCopy also copies the model file itself: its raw_data would otherwise point into a mapping
   // that a truncation of the file turns into SIGBUS.
   const bool copy = external.mode == ExternalDataMode::kCopy;
-  auto bytes = MapModelFile(path, limits.max_model_bytes, copy);
+  std::byte* writable = nullptr;
+  auto bytes = MapModelFile(path, limits.max_model_bytes, copy, &writable);
   if (!bytes.ok()) return std::move(bytes).take_status();
   auto graph = LoadGraph(bytes.value(), DirectoryOf(path), limits, external,
-                         /*file_mapping=*/!copy && !bytes->empty());
+                         /*file_mapping=*/writable == nullptr && !bytes->empty(), writable);
   if (!graph.ok()) return std::move(graph).take_status().WithContext(path);
   graph->source = path;
   return graph;

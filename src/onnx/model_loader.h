@@ -30,9 +30,16 @@ inline constexpr int64_t kMaxDefaultOpset = 28;
 // Reads a whole file (bounded by limits.max_model_bytes). Errors name the file.
 Result<std::string> ReadFileBytes(const std::string& path, uint64_t max_bytes);
 
-// Maps a model file read-only (bounded by max_bytes), or with `copy` reads it into heap memory.
-// Errors name the file.
-Result<Buffer> MapModelFile(const std::string& path, uint64_t max_bytes, bool copy = false);
+// Model files up to this size are read into heap memory rather than mapped: one read into a
+// block from the block cache costs less than a fresh mapping's page faults and its set-up and
+// removal (an openWakeWord head's Create: about half), and at most this much is held twice.
+inline constexpr uint64_t kReadWholeFileBytes = uint64_t{4} << 20;
+
+// Maps a model file read-only (bounded by max_bytes), or reads it into heap memory when `copy`
+// is set or it is at most kReadWholeFileBytes long; then, if `writable` is given, *writable is
+// that memory (the caller's alone: nothing else has seen it), else null. Errors name the file.
+Result<Buffer> MapModelFile(const std::string& path, uint64_t max_bytes, bool copy = false,
+                            std::byte** writable = nullptr);
 
 // Models are loaded from their bytes in place: the wire walker (wire_walker.h) checks limits and
 // strips raw_data, protobuf parses the small rest, and every raw_data tensor (initializers and

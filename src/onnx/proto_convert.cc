@@ -285,9 +285,16 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
 
 // The raw_data reference the wire walker left in place of the payload, if any (the last one
 // wins, as protobuf keeps the last raw_data). A reference nobody made is refused.
-Result<std::optional<RawRef>> FindRawRef(const onnx::TensorProto& p, const LoadContext& context,
-                                         const std::string& label) {
-  std::optional<RawRef> found;
+// A raw_data reference and its index in LoadContext::raw_refs.
+struct FoundRawRef {
+  RawRef ref;
+  size_t index = 0;
+};
+
+Result<std::optional<FoundRawRef>> FindRawRef(const onnx::TensorProto& p,
+                                              const LoadContext& context,
+                                              const std::string& label) {
+  std::optional<FoundRawRef> found;
   const auto& unknown = p.unknown_fields();
   for (int i = 0; i < unknown.field_count(); ++i) {
     const auto& field = unknown.field(i);
@@ -296,7 +303,8 @@ Result<std::optional<RawRef>> FindRawRef(const onnx::TensorProto& p, const LoadC
         context.model_bytes == nullptr || field.varint() >= context.raw_refs.size()) {
       return Bad(fmt::format("{}: uses field number {}, which idem reserves", label, kRawRefField));
     }
-    found = context.raw_refs[static_cast<size_t>(field.varint())];
+    const auto index = static_cast<size_t>(field.varint());
+    found = FoundRawRef{context.raw_refs[index], index};
   }
   return found;
 }
@@ -324,7 +332,20 @@ void DropCopiedFilePages(std::span<const std::byte> bytes) {
 // A Buffer for raw_data left in the model's bytes: shares their owner (mapping or caller's
 // buffer) unless the address is not aligned for the element type, in which case the bytes are
 // copied (aligned heap memory) and counted, so kernels and NumPy views may assume alignment.
-Result<Buffer> InPlaceBuffer(const RawRef& ref, ElementType type, const LoadContext& context) {
+// How many bytes of a raw_data field's own framing (its tag, 1 byte for field 9, and the varint
+// of its length) at least precede a payload of `length` bytes.
+uint64_t RawDataFramingBytes(uint64_t length) {
+  uint64_t bytes = 2;
+  while (length >= 128) {
+    length >>= 7;
+    ++bytes;
+  }
+  return bytes;
+}
+
+Result<Buffer> InPlaceBuffer(const FoundRawRef& found, ElementType type,
+                             const LoadContext& context) {
+  const RawRef& ref = found.ref;
   const Buffer& model = *context.model_bytes;
   if (ref.offset > model.size() || ref.length > model.size() - ref.offset) {
     return Status(StatusCode::kInternal, "a raw_data reference lies outside the model");
@@ -333,6 +354,28 @@ Result<Buffer> InPlaceBuffer(const RawRef& ref, ElementType type, const LoadCont
   const int bits = ElementBits(type);
   const bool complex = type == ElementType::kComplex64 || type == ElementType::kComplex128;
   const uintptr_t alignment = bits <= 8 ? 1 : static_cast<uintptr_t>(bits / 8 / (complex ? 2 : 1));
+  if (context.writable_model_bytes != nullptr && context.raw_ref_shifts != nullptr &&
+      found.index < context.raw_ref_shifts->size()) {
+    int8_t& shift = (*context.raw_ref_shifts)[found.index];
+    if (shift < 0) {
+      const uint64_t misalignment = reinterpret_cast<uintptr_t>(slice.data()) % alignment;
+      if (misalignment == 0) {
+        shift = 0;
+      } else if (misalignment <= RawDataFramingBytes(ref.length) && misalignment <= ref.offset) {
+        // Moved back over its own tag and length: those bytes are dead after the wire walk (the
+        // parsed model is the walker's compact copy, and no node read in place holds raw_data).
+        std::memmove(context.writable_model_bytes + (ref.offset - misalignment),
+                     context.writable_model_bytes + ref.offset, static_cast<size_t>(ref.length));
+        shift = static_cast<int8_t>(misalignment);
+        if (context.raw_stats != nullptr) context.raw_stats->shifted += ref.length;
+      }
+    }
+    if (shift >= 0) {
+      if (context.raw_stats != nullptr) context.raw_stats->in_place += ref.length;
+      return model.Slice(static_cast<size_t>(ref.offset) - static_cast<size_t>(shift),
+                         static_cast<size_t>(ref.length));
+    }
+  }
   if (ref.length == 0 || reinterpret_cast<uintptr_t>(slice.data()) % alignment == 0) {
     if (context.raw_stats != nullptr) context.raw_stats->in_place += ref.length;
     return slice;
@@ -399,7 +442,7 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
     bytes = *packed;
   }
 
-  IDEM_ASSIGN_OR_RETURN(std::optional<RawRef> ref, FindRawRef(p, context, label));
+  IDEM_ASSIGN_OR_RETURN(std::optional<FoundRawRef> ref, FindRawRef(p, context, label));
   const bool has_raw = ref.has_value() || p.has_raw_data();
   if (p.data_location() == onnx::TensorProto::EXTERNAL) {
     if (has_raw || !FieldsPresent(p).empty()) {
@@ -415,7 +458,7 @@ Result<Value> TensorFromProto(onnx::TensorProto& p, const LoadContext& context,
       return Bad(fmt::format("{}: both raw_data and {} are set", label,
                              FieldName(FieldsPresent(p).front())));
     }
-    const uint64_t raw_size = ref ? ref->length : p.raw_data().size();
+    const uint64_t raw_size = ref ? ref->ref.length : p.raw_data().size();
     if (raw_size != bytes) {
       return Bad(fmt::format("{}: raw_data holds {} bytes but dims [{}] of {} need {}", label,
                              raw_size, fmt::join(dims, ","), ElementTypeName(type), bytes));

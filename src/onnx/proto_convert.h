@@ -30,7 +30,8 @@ namespace idem {
 
 // What resolving raw_data references did (see wire_walker.h).
 struct RawDataStats {
-  uint64_t in_place = 0;  // bytes left in the model's buffer
+  uint64_t in_place = 0;  // bytes left in the model's buffer (shifted ones included)
+  uint64_t shifted = 0;   // of those, bytes moved back into their own field's framing to align them
   uint64_t copied = 0;    // bytes copied because they were misaligned for their element type
 };
 
@@ -50,6 +51,15 @@ struct LoadContext {
   // later read faults them in again from the file), so the model's weights are not resident
   // twice. Never set for heap or caller bytes, whose contents MADV_DONTNEED would destroy.
   bool model_is_file_mapping = false;
+  // Set when `model_bytes` is memory the loader alone owns and nothing but raw_data references
+  // reads after the wire walk (a model file read into the heap): a misaligned payload is then
+  // moved back by up to its misalignment, into its own field's tag and length bytes (which
+  // nothing reads again), instead of being copied. `writable_model_bytes` is model_bytes->data();
+  // `raw_ref_shifts` has one entry per reference, -1 until its payload is resolved, then the
+  // bytes it was moved back by (0 when it stayed), so a payload converted twice (a function's
+  // Constant inlined at two call sites) is found where the first conversion left it.
+  std::byte* writable_model_bytes = nullptr;
+  std::vector<int8_t>* raw_ref_shifts = nullptr;
 };
 
 // Converts a TensorProto. May move raw_data out of `proto` to avoid a copy (the proto is left

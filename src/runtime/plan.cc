@@ -882,8 +882,12 @@ class GraphPlanner {
     if (plan.is_subgraph) return;
     std::string header = DescribeVersions(graph_);
     if (graph_.raw_bytes_in_place + graph_.raw_bytes_copied > 0) {
-      header += fmt::format("raw_data: {} bytes in place, {} bytes copied (misaligned)\n",
-                            graph_.raw_bytes_in_place, graph_.raw_bytes_copied);
+      const std::string shifted =
+          graph_.raw_bytes_shifted == 0
+              ? std::string()
+              : fmt::format(" ({} moved into alignment)", graph_.raw_bytes_shifted);
+      header += fmt::format("raw_data: {} bytes in place{}, {} bytes copied (misaligned)\n",
+                            graph_.raw_bytes_in_place, shifted, graph_.raw_bytes_copied);
     }
     std::string io;
     for (const ValueInfo& v : plan.feeds)

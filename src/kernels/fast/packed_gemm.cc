@@ -13,6 +13,8 @@
 #include <new>
 #include <utility>
 
+#include "src/core/block_cache.h"
+
 #ifndef IDEM_SRC_KERNELS_FAST_PACKED_GEMM_ONCE_
 #define IDEM_SRC_KERNELS_FAST_PACKED_GEMM_ONCE_
 namespace idem::fast::gemm_internal {
@@ -515,7 +517,7 @@ void DepthwiseConv2D(const DepthwiseProblem& problem) {
 }
 
 void PackedB::AlignedDelete::operator()(float* p) const {
-  ::operator delete[](p, std::align_val_t{64});
+  block_cache::FreeScratch(reinterpret_cast<std::byte*>(p));
 }
 
 int64_t PackedBBytes(int64_t k, int64_t n) {
@@ -539,21 +541,54 @@ PackedB PackBParts(std::span<const BPart> parts, int64_t n, bool transposed, flo
   packed.n_ = n;
   const size_t floats = static_cast<size_t>(packed.panels() * k * kPanelWidth);
   if (floats == 0) return packed;
-  packed.data_.reset(
-      static_cast<float*>(::operator new[](floats * sizeof(float), std::align_val_t{64})));
+  // From the block cache: a session's weights are packed at every Create, and a block freed by
+  // the last session is reused without the page faults of fresh memory.
+  std::byte* block = block_cache::AllocateScratch(floats * sizeof(float));
+  if (block == nullptr) throw std::bad_alloc();
+  packed.data_.reset(reinterpret_cast<float*>(block));
   float* out = packed.data_.get();
-  std::memset(out, 0, floats * sizeof(float));
+  // Every float is written once: the values, then zeros in the last panel's columns past n.
   const int64_t panel_stride = k * kPanelWidth;
+  const int64_t full_panels = n / kPanelWidth;
+  const int64_t tail = n % kPanelWidth;
   int64_t row0 = 0;
   for (const BPart& part : parts) {
-    for (int64_t j = 0; j < n; ++j) {
-      float* column = out + (j / kPanelWidth) * panel_stride + j % kPanelWidth;
+    if (transposed) {
+      // Column j of B is row j of the part (contiguous in p): read along it.
+      for (int64_t j = 0; j < n; ++j) {
+        float* column =
+            out + (j / kPanelWidth) * panel_stride + row0 * kPanelWidth + j % kPanelWidth;
+        const float* source = part.b + j * part.ld;
+        if (scale == 1.0f) {
+          for (int64_t p = 0; p < part.k; ++p) column[p * kPanelWidth] = source[p];
+        } else {
+          for (int64_t p = 0; p < part.k; ++p) column[p * kPanelWidth] = source[p] * scale;
+        }
+      }
+    } else {
+      // Row p of B: 16 contiguous floats per panel.
       for (int64_t p = 0; p < part.k; ++p) {
-        const float value = transposed ? part.b[j * part.ld + p] : part.b[p * part.ld + j];
-        column[(row0 + p) * kPanelWidth] = scale == 1.0f ? value : value * scale;
+        const float* source = part.b + p * part.ld;
+        float* row = out + (row0 + p) * kPanelWidth;
+        for (int64_t panel = 0; panel * kPanelWidth < n; ++panel) {
+          const int64_t width = panel < full_panels ? kPanelWidth : tail;
+          float* to = row + panel * panel_stride;
+          const float* from = source + panel * kPanelWidth;
+          if (scale == 1.0f) {
+            std::memcpy(to, from, static_cast<size_t>(width) * sizeof(float));
+          } else {
+            for (int64_t c = 0; c < width; ++c) to[c] = from[c] * scale;
+          }
+        }
       }
     }
     row0 += part.k;
+  }
+  if (tail != 0) {
+    float* last = out + full_panels * panel_stride;
+    for (int64_t p = 0; p < k; ++p) {
+      std::fill(last + p * kPanelWidth + tail, last + (p + 1) * kPanelWidth, 0.0f);
+    }
   }
   return packed;
 }

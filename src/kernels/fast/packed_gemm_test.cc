@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/core/block_cache.h"
 #include "src/kernels/fast/simd.h"
 #include "src/kernels/fast/vector_math.h"
 
@@ -534,6 +535,40 @@ TEST(PackedGemm, PackBPartsStacksRows) {
   // The padding columns are zeros.
   EXPECT_EQ(whole.panels(), 6);
   EXPECT_EQ(whole.bytes(), static_cast<size_t>(int64_t{6} * 16 * (input + hidden)) * sizeof(float));
+}
+
+// The layout, float by float, in both orientations and with a scale, from memory that held NaNs:
+// the block cache hands out blocks uninitialized, so every value and every zero of the last
+// panel's padding must be written by the packing itself.
+TEST(PackedGemm, PackBWritesEveryFloatOfItsLayout) {
+  std::mt19937 rng(12);
+  for (const bool transposed : {false, true}) {
+    for (const float scale : {1.0f, 0.5f}) {
+      const int64_t k = 19, n = 37, ld = transposed ? k + 3 : n + 5;
+      const std::vector<float> b =
+          RandomValues(static_cast<size_t>(ld * (transposed ? n : k)), rng);
+      const size_t bytes = static_cast<size_t>(PackedBBytes(k, n));
+      std::byte* dirty = block_cache::AllocateScratch(bytes);
+      ASSERT_NE(dirty, nullptr);
+      std::memset(dirty, 0xFF, bytes);  // NaN bit patterns
+      block_cache::FreeScratch(dirty);
+      const PackedB packed = PackB(b.data(), ld, k, n, transposed, scale);
+      ASSERT_EQ(packed.bytes(), bytes);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(packed.data()) % 64, 0u);
+      for (int64_t panel = 0; panel < packed.panels(); ++panel) {
+        for (int64_t p = 0; p < k; ++p) {
+          for (int64_t c = 0; c < kPanelWidth; ++c) {
+            const int64_t j = panel * kPanelWidth + c;
+            const float want = j >= n ? 0.0f : (transposed ? b[j * ld + p] : b[p * ld + j]) * scale;
+            const float got = packed.data()[(panel * k + p) * kPanelWidth + c];
+            ASSERT_EQ(std::bit_cast<uint32_t>(got), std::bit_cast<uint32_t>(want))
+                << "transposed " << transposed << " scale " << scale << " row " << p << " column "
+                << j;
+          }
+        }
+      }
+    }
+  }
 }
 
 TEST(PackedGemm, PackedBBytes) {
