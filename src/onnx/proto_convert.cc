@@ -371,9 +371,9 @@ Result<Buffer> InPlaceBuffer(const FoundRawRef& found, ElementType type,
       }
     }
     if (shift >= 0) {
-      if (context.raw_stats != nullptr) context.raw_stats->in_place += ref.length;
-      return model.Slice(static_cast<size_t>(ref.offset) - static_cast<size_t>(shift),
-                         static_cast<size_t>(ref.length));
+      // Where the payload lies now; the original position may hold stale bytes.
+      slice = model.Slice(static_cast<size_t>(ref.offset) - static_cast<size_t>(shift),
+                          static_cast<size_t>(ref.length));
     }
   }
   if (ref.length == 0 || reinterpret_cast<uintptr_t>(slice.data()) % alignment == 0) {

@@ -56,8 +56,8 @@ struct LoadContext {
   // moved back by up to its misalignment, into its own field's tag and length bytes (which
   // nothing reads again), instead of being copied. `writable_model_bytes` is model_bytes->data();
   // `raw_ref_shifts` has one entry per reference, -1 until its payload is resolved, then the
-  // bytes it was moved back by (0 when it stayed), so a payload converted twice (a function's
-  // Constant inlined at two call sites) is found where the first conversion left it.
+  // bytes it was moved back by (0 when it stayed), so a payload converted again is found where
+  // the first conversion left it (and copied from there if it is misaligned for the new type).
   std::byte* writable_model_bytes = nullptr;
   std::vector<int8_t>* raw_ref_shifts = nullptr;
 };
