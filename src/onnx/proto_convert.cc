@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/message.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx-data_pb.h>
@@ -283,14 +284,14 @@ Result<Value> TensorFromExternal(const onnx::TensorProto& p, ElementType type,
   return Value::MakeTensor(type, std::move(dims), std::move(mapped).value());
 }
 
-// The raw_data reference the wire walker left in place of the payload, if any (the last one
-// wins, as protobuf keeps the last raw_data). A reference nobody made is refused.
 // A raw_data reference and its index in LoadContext::raw_refs.
 struct FoundRawRef {
   RawRef ref;
   size_t index = 0;
 };
 
+// The raw_data reference the wire walker left in place of the payload, if any (the last one
+// wins, as protobuf keeps the last raw_data). A reference nobody made is refused.
 Result<std::optional<FoundRawRef>> FindRawRef(const onnx::TensorProto& p,
                                               const LoadContext& context,
                                               const std::string& label) {
@@ -329,20 +330,16 @@ void DropCopiedFilePages(std::span<const std::byte> bytes) {
   }
 }
 
-// A Buffer for raw_data left in the model's bytes: shares their owner (mapping or caller's
-// buffer) unless the address is not aligned for the element type, in which case the bytes are
-// copied (aligned heap memory) and counted, so kernels and NumPy views may assume alignment.
 // How many bytes of a raw_data field's own framing (its tag, 1 byte for field 9, and the varint
 // of its length) at least precede a payload of `length` bytes.
 uint64_t RawDataFramingBytes(uint64_t length) {
-  uint64_t bytes = 2;
-  while (length >= 128) {
-    length >>= 7;
-    ++bytes;
-  }
-  return bytes;
+  return 1 + google::protobuf::io::CodedOutputStream::VarintSize64(length);
 }
 
+// A Buffer for raw_data left in the model's bytes: shares their owner (mapping or caller's
+// buffer) unless the address is not aligned for the element type, in which case the bytes are
+// moved into alignment (memory the loader owns, LoadContext::writable_model_bytes) or copied
+// (aligned heap memory) and counted, so kernels and NumPy views may assume alignment.
 Result<Buffer> InPlaceBuffer(const FoundRawRef& found, ElementType type,
                              const LoadContext& context) {
   const RawRef& ref = found.ref;
